@@ -1,0 +1,1 @@
+//! Criterion comparison suite (filled by the benchmarks issue).

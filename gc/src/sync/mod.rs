@@ -1,0 +1,1 @@
+//! Thread-safe counterparts of the single-threaded pointers (see the sync issue).

@@ -1,0 +1,398 @@
+//! The [`Trace`] trait: how the collectors find the pointers a value owns.
+//!
+//! A cycle collector must know, for every object it examines, which collected
+//! pointers that object *owns*. [`Trace::trace`] reports them to a [`Tracer`];
+//! [`Trace::MAY_CONTAIN_GC`] says, at compile time, whether a type can own one
+//! at all. Types for which it is `false` are never buffered as possible cycle
+//! roots and never traced, so `Gc<String>` costs what `std::rc::Rc<String>`
+//! costs.
+//!
+//! # The contract
+//!
+//! `Trace` is an `unsafe` trait because the collectors free memory on the
+//! strength of what it reports. A correct implementation:
+//!
+//! 1. calls [`Trace::trace`] on every field that may own a collected pointer
+//!    (or reports each such pointer by tracing it), **each at most once**;
+//! 2. reports only pointers that the value itself owns — never one reached
+//!    through a borrowed reference, a thread-local or a global;
+//! 3. does not create, clone, drop or move collected pointers, and does not
+//!    mutate the value (it runs while the collector examines a snapshot);
+//! 4. sets `MAY_CONTAIN_GC = false` only if no value of the type can own a
+//!    `Gc` or `sync::Gc`, directly or through fields.
+//!
+//! What a wrong implementation can cause:
+//!
+//! - *Reporting too few pointers* (forgetting a field, `#[trace(skip)]` on a
+//!   field that holds a pointer, `MAY_CONTAIN_GC = false` on a type that owns
+//!   one): the unreported pointers count as references from outside the heap,
+//!   so the cycles through them are never collected. They **leak**; nothing is
+//!   freed early. This is always memory-safe.
+//! - *Panicking* in `trace`: the panic propagates out of the collection that
+//!   called it. Every reference count and every buffered root is left as it
+//!   was, and later collections work.
+//! - *Reporting a pointer the value does not own*, or the same one twice, or
+//!   breaking rule 3: the collector may believe an object unreachable while
+//!   something outside still uses it. The collector detects some of these
+//!   (a trial count below zero) and then gives up on the collection, but not
+//!   all; this is the part of the contract that `unsafe` stands for.
+//!
+//! `#[derive(Trace)]` (behind the default `derive` feature) writes an
+//! implementation that satisfies the contract for any struct or enum, so
+//! ordinary code never needs `unsafe impl Trace`.
+//!
+//! # Interior mutability
+//!
+//! [`RefCell`] is traced through [`RefCell::try_borrow`]: a cell that is
+//! mutably borrowed while the collector runs cannot be inspected, so its owner
+//! is treated as reachable for that collection ([`Tracer::keep_alive`]).
+//! [`Cell`] is traced only for `Copy` contents, which cannot own a pointer.
+//! Implement `Trace` for your own cells the same way: if the contents cannot be
+//! read right now, call [`Tracer::keep_alive`].
+
+use core::cell::{Cell, RefCell};
+use core::marker::PhantomData;
+use core::ptr::NonNull;
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap, HashSet, LinkedList, VecDeque};
+
+/// Which family of collected pointer a trace is looking for.
+///
+/// The single-threaded and the thread-safe collectors share one `Trace` trait;
+/// each pointer type reports itself only to the collector of its own family.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Family {
+    /// `recycler::Gc`: one thread's collector.
+    Local,
+    /// `recycler::sync::Gc`: the process-wide collector.
+    #[allow(dead_code)] // used by `recycler::sync`
+    Sync,
+}
+
+/// Receives the collected pointers owned by a value during [`Trace::trace`].
+///
+/// Its only public operation is [`keep_alive`](Tracer::keep_alive); pointers
+/// report themselves when their own `trace` is called.
+pub struct Tracer<'a> {
+    family: Family,
+    edges: &'a mut Vec<NonNull<()>>,
+    keep_alive: bool,
+}
+
+impl<'a> Tracer<'a> {
+    /// A tracer that appends the pointers of `family` to `edges`.
+    pub(crate) fn new(family: Family, edges: &'a mut Vec<NonNull<()>>) -> Self {
+        Tracer {
+            family,
+            edges,
+            keep_alive: false,
+        }
+    }
+
+    /// Records an edge to the object whose header is at `header`, if the
+    /// tracer is collecting pointers of `family`.
+    #[inline]
+    pub(crate) fn edge(&mut self, family: Family, header: NonNull<()>) {
+        if self.family == family {
+            self.edges.push(header);
+        }
+    }
+
+    /// Whether [`keep_alive`](Tracer::keep_alive) was called.
+    pub(crate) fn kept_alive(&self) -> bool {
+        self.keep_alive
+    }
+
+    /// The family this tracer collects.
+    #[allow(dead_code)] // used by `recycler::sync`
+    pub(crate) fn family(&self) -> Family {
+        self.family
+    }
+
+    /// Declares that part of the value could not be inspected (for example a
+    /// cell that is borrowed or locked right now). The object being traced is
+    /// then treated as reachable for this collection: nothing it owns is freed
+    /// by it, and a later collection looks again.
+    pub fn keep_alive(&mut self) {
+        self.keep_alive = true;
+    }
+}
+
+/// Types whose collected pointers the cycle collectors can find.
+///
+/// See the [module documentation](crate::trace) for the full contract. Derive
+/// it with `#[derive(Trace)]` rather than implementing it by hand.
+///
+/// # Safety
+///
+/// `trace` must report each collected pointer the value owns at most once and
+/// must never report one it does not own; it must not create, drop or move
+/// pointers. `MAY_CONTAIN_GC` may be `false` only for types that can never own
+/// a collected pointer. Reporting *fewer* pointers than the value owns is safe
+/// (those cycles leak).
+pub unsafe trait Trace {
+    /// Whether a value of this type may own a collected pointer (`Gc` or
+    /// `sync::Gc`), directly or through its fields.
+    ///
+    /// Decided at compile time. When `false`, a `Gc` to this type is never
+    /// buffered as a possible cycle root and never traced. The default, `true`,
+    /// is always safe.
+    const MAY_CONTAIN_GC: bool = true;
+
+    /// Reports every collected pointer this value owns by calling `trace` on
+    /// it (or on the fields that hold it).
+    fn trace(&self, tracer: &mut Tracer<'_>);
+}
+
+/// Implements `Trace` for types that never own a collected pointer.
+macro_rules! trace_leaf {
+    ($($ty:ty),* $(,)?) => {$(
+        // SAFETY: the type owns no collected pointer; reporting nothing is exact.
+        unsafe impl Trace for $ty {
+            const MAY_CONTAIN_GC: bool = false;
+            #[inline]
+            fn trace(&self, _: &mut Tracer<'_>) {}
+        }
+    )*};
+}
+
+trace_leaf!(
+    (),
+    bool,
+    char,
+    u8,
+    u16,
+    u32,
+    u64,
+    u128,
+    usize,
+    i8,
+    i16,
+    i32,
+    i64,
+    i128,
+    isize,
+    f32,
+    f64,
+    str,
+    String,
+    core::num::NonZeroU8,
+    core::num::NonZeroU16,
+    core::num::NonZeroU32,
+    core::num::NonZeroU64,
+    core::num::NonZeroUsize,
+    core::num::NonZeroI32,
+    core::num::NonZeroI64,
+    core::time::Duration,
+    std::time::Instant,
+    std::time::SystemTime,
+    std::path::PathBuf,
+    std::path::Path,
+    std::ffi::OsString,
+    std::ffi::CString,
+    std::net::SocketAddr,
+    std::net::IpAddr,
+    core::sync::atomic::AtomicBool,
+    core::sync::atomic::AtomicUsize,
+    core::sync::atomic::AtomicU64,
+    core::sync::atomic::AtomicI64,
+    core::sync::atomic::AtomicU32,
+);
+
+// SAFETY: `'static` string slices are borrowed, never owned pointers.
+unsafe impl Trace for &'static str {
+    const MAY_CONTAIN_GC: bool = false;
+    fn trace(&self, _: &mut Tracer<'_>) {}
+}
+
+// SAFETY: owns nothing.
+unsafe impl<T: ?Sized> Trace for PhantomData<T> {
+    const MAY_CONTAIN_GC: bool = false;
+    fn trace(&self, _: &mut Tracer<'_>) {}
+}
+
+// SAFETY: a `Copy` type has no destructor and therefore cannot own a
+// reference-counted pointer; there is nothing to report.
+unsafe impl<T: Copy> Trace for Cell<T> {
+    const MAY_CONTAIN_GC: bool = false;
+    fn trace(&self, _: &mut Tracer<'_>) {}
+}
+
+// SAFETY: the contents are traced through a shared borrow, which excludes any
+// concurrent `&mut` access; a mutably borrowed cell is reported with
+// `keep_alive`, so its owner is never judged garbage on stale information.
+unsafe impl<T: ?Sized + Trace> Trace for RefCell<T> {
+    const MAY_CONTAIN_GC: bool = T::MAY_CONTAIN_GC;
+    fn trace(&self, tracer: &mut Tracer<'_>) {
+        if !T::MAY_CONTAIN_GC {
+            return;
+        }
+        match self.try_borrow() {
+            Ok(value) => value.trace(tracer),
+            Err(_) => tracer.keep_alive(),
+        }
+    }
+}
+
+// SAFETY: a box owns its contents; they are reported exactly once.
+unsafe impl<T: ?Sized + Trace> Trace for Box<T> {
+    const MAY_CONTAIN_GC: bool = T::MAY_CONTAIN_GC;
+    #[inline]
+    fn trace(&self, tracer: &mut Tracer<'_>) {
+        if T::MAY_CONTAIN_GC {
+            (**self).trace(tracer);
+        }
+    }
+}
+
+// SAFETY: `Option` owns its contents, if any.
+unsafe impl<T: Trace> Trace for Option<T> {
+    const MAY_CONTAIN_GC: bool = T::MAY_CONTAIN_GC;
+    #[inline]
+    fn trace(&self, tracer: &mut Tracer<'_>) {
+        if let Some(value) = self {
+            value.trace(tracer);
+        }
+    }
+}
+
+// SAFETY: `Result` owns whichever variant it holds.
+unsafe impl<T: Trace, E: Trace> Trace for Result<T, E> {
+    const MAY_CONTAIN_GC: bool = T::MAY_CONTAIN_GC || E::MAY_CONTAIN_GC;
+    fn trace(&self, tracer: &mut Tracer<'_>) {
+        match self {
+            Ok(value) => value.trace(tracer),
+            Err(error) => error.trace(tracer),
+        }
+    }
+}
+
+// SAFETY: arrays and slices own each element once.
+unsafe impl<T: Trace, const N: usize> Trace for [T; N] {
+    const MAY_CONTAIN_GC: bool = T::MAY_CONTAIN_GC;
+    fn trace(&self, tracer: &mut Tracer<'_>) {
+        self.as_slice().trace(tracer);
+    }
+}
+
+// SAFETY: see `[T; N]`.
+unsafe impl<T: Trace> Trace for [T] {
+    const MAY_CONTAIN_GC: bool = T::MAY_CONTAIN_GC;
+    fn trace(&self, tracer: &mut Tracer<'_>) {
+        if T::MAY_CONTAIN_GC {
+            for value in self {
+                value.trace(tracer);
+            }
+        }
+    }
+}
+
+/// Implements `Trace` for sequences and sets that own their elements.
+macro_rules! trace_sequence {
+    ($($ty:ident),*) => {$(
+        // SAFETY: the collection owns each element once, and `iter` visits
+        // each element exactly once.
+        unsafe impl<T: Trace> Trace for $ty<T> {
+            const MAY_CONTAIN_GC: bool = T::MAY_CONTAIN_GC;
+            fn trace(&self, tracer: &mut Tracer<'_>) {
+                if T::MAY_CONTAIN_GC {
+                    self.iter().for_each(|x| x.trace(tracer));
+                }
+            }
+        }
+    )*};
+}
+
+trace_sequence!(Vec, VecDeque, LinkedList, BinaryHeap, BTreeSet);
+
+// SAFETY: the map owns each key and value once.
+unsafe impl<K: Trace, V: Trace> Trace for BTreeMap<K, V> {
+    const MAY_CONTAIN_GC: bool = K::MAY_CONTAIN_GC || V::MAY_CONTAIN_GC;
+    fn trace(&self, tracer: &mut Tracer<'_>) {
+        if Self::MAY_CONTAIN_GC {
+            for (k, v) in self {
+                k.trace(tracer);
+                v.trace(tracer);
+            }
+        }
+    }
+}
+
+// SAFETY: the set owns each element once.
+unsafe impl<T: Trace, S> Trace for HashSet<T, S> {
+    const MAY_CONTAIN_GC: bool = T::MAY_CONTAIN_GC;
+    fn trace(&self, tracer: &mut Tracer<'_>) {
+        if T::MAY_CONTAIN_GC {
+            self.iter().for_each(|x| x.trace(tracer));
+        }
+    }
+}
+
+// SAFETY: the map owns each key and value once.
+unsafe impl<K: Trace, V: Trace, S> Trace for HashMap<K, V, S> {
+    const MAY_CONTAIN_GC: bool = K::MAY_CONTAIN_GC || V::MAY_CONTAIN_GC;
+    fn trace(&self, tracer: &mut Tracer<'_>) {
+        if Self::MAY_CONTAIN_GC {
+            for (k, v) in self {
+                k.trace(tracer);
+                v.trace(tracer);
+            }
+        }
+    }
+}
+
+/// Implements `Trace` for tuples of traceable types.
+macro_rules! trace_tuple {
+    ($(($($name:ident),+))*) => {$(
+        // SAFETY: a tuple owns each of its fields once.
+        unsafe impl<$($name: Trace),+> Trace for ($($name,)+) {
+            const MAY_CONTAIN_GC: bool = false $(|| $name::MAY_CONTAIN_GC)+;
+            #[allow(non_snake_case)]
+            fn trace(&self, tracer: &mut Tracer<'_>) {
+                let ($($name,)+) = self;
+                $($name.trace(tracer);)+
+            }
+        }
+    )*};
+}
+
+trace_tuple! {
+    (A)
+    (A, B)
+    (A, B, C)
+    (A, B, C, D)
+    (A, B, C, D, E)
+    (A, B, C, D, E, F)
+    (A, B, C, D, E, F, G)
+    (A, B, C, D, E, F, G, H)
+    (A, B, C, D, E, F, G, H, I)
+    (A, B, C, D, E, F, G, H, I, J)
+    (A, B, C, D, E, F, G, H, I, J, K)
+    (A, B, C, D, E, F, G, H, I, J, K, L)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn leaves_are_not_candidates() {
+        assert!(!<String as Trace>::MAY_CONTAIN_GC);
+        assert!(!<Vec<u64> as Trace>::MAY_CONTAIN_GC);
+        assert!(!<HashMap<String, Vec<u8>> as Trace>::MAY_CONTAIN_GC);
+        assert!(!<Option<Box<(u8, char)>> as Trace>::MAY_CONTAIN_GC);
+        assert!(!<RefCell<Vec<String>> as Trace>::MAY_CONTAIN_GC);
+        assert!(!<Cell<u32> as Trace>::MAY_CONTAIN_GC);
+        assert!(!<[u8; 16] as Trace>::MAY_CONTAIN_GC);
+        assert!(!<Result<u8, String> as Trace>::MAY_CONTAIN_GC);
+    }
+
+    #[test]
+    fn keep_alive_is_recorded() {
+        let mut edges = Vec::new();
+        let mut tracer = Tracer::new(Family::Local, &mut edges);
+        let cell = RefCell::new(vec![Some(1u8)]);
+        cell.trace(&mut tracer);
+        assert!(!tracer.kept_alive());
+        assert!(edges.is_empty());
+    }
+}

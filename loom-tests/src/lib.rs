@@ -1,0 +1,1 @@
+//! Loom models of recycler::sync (filled by the sync issue).
