@@ -396,3 +396,13 @@ mod tests {
         assert!(edges.is_empty());
     }
 }
+
+/// Stands in for a type inside its own definition when `#[derive(Trace)]`
+/// computes [`Trace::MAY_CONTAIN_GC`] of a recursive type (the least fixed
+/// point: a recursive type may contain a `Gc` only if some non-recursive part
+/// does). Not for use outside the derive.
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct RecursionMarker;
+
+trace_leaf!(RecursionMarker);
