@@ -37,6 +37,8 @@ struct Node {
     end_edge: usize,
     /// Reachable from outside the graph.
     live: bool,
+    /// Its trace could not inspect everything ([`Tracer::keep_alive`]).
+    opaque: bool,
 }
 
 /// Reusable buffers for collections (kept between collections to avoid
@@ -57,6 +59,9 @@ pub(crate) struct Verdict {
     pub(crate) traced: usize,
     /// Live young objects that this collection made old.
     pub(crate) promoted: usize,
+    /// Objects kept alive only because their trace was incomplete; they are
+    /// buffered again so that a later collection looks at them once more.
+    pub(crate) retry: Vec<NonNull<Header>>,
 }
 
 /// Restores every node's header if a trace panics: clears `IN_GRAPH` and
@@ -127,6 +132,7 @@ impl Graph {
             first_edge: 0,
             end_edge: 0,
             live: false,
+            opaque: false,
         });
         index
     }
@@ -160,7 +166,7 @@ impl Graph {
             let node = &mut self.nodes[i];
             node.first_edge = first_edge;
             node.end_edge = self.edges.len();
-            node.live = kept_alive;
+            node.opaque = kept_alive;
             i += 1;
         }
     }
@@ -183,7 +189,7 @@ impl Graph {
     /// such nodes reach.
     fn scan(&mut self, consistent: bool) {
         for (i, node) in self.nodes.iter_mut().enumerate() {
-            if node.trial > 0 || node.live || !consistent {
+            if node.trial > 0 || node.opaque || !consistent {
                 node.live = true;
                 self.work.push(i);
             }
@@ -205,6 +211,7 @@ impl Graph {
     fn collect_white(&mut self, promote: bool) -> Verdict {
         let traced = self.nodes.len();
         let mut garbage = Vec::new();
+        let mut retry = Vec::new();
         let mut promoted = 0;
         for node in self.nodes.drain(..) {
             // SAFETY: nodes are live.
@@ -212,6 +219,8 @@ impl Graph {
             h.clear_flag(IN_GRAPH);
             if !node.live {
                 garbage.push(node.object);
+            } else if node.opaque && node.trial == 0 {
+                retry.push(node.object);
             } else if promote && !h.has(OLD) {
                 h.set_flag(OLD);
                 promoted += 1;
@@ -222,6 +231,7 @@ impl Graph {
             traced,
             garbage,
             promoted,
+            retry,
         }
     }
 }

@@ -411,6 +411,12 @@ fn run(kind: Kind) {
         STATE.with(|state| state.borrow_mut().push(root))
     });
     drop(roots);
+    STATE.with(|state| {
+        let mut state = state.borrow_mut();
+        for &object in &verdict.retry {
+            state.push(object);
+        }
+    });
     let freed = verdict.garbage.len();
     COUNTERS.with(|c| {
         c.old_objects.set(c.old_objects.get() + verdict.promoted as u64);
