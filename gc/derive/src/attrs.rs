@@ -39,9 +39,7 @@ pub(crate) fn container(attrs: &[Attribute]) -> syn::Result<ContainerAttrs> {
                 krate = Some(lit.parse()?);
                 Ok(())
             } else if meta.path.is_ident("skip") {
-                Err(meta.error(
-                    "`#[trace(skip)]` goes on a field, not on the struct or enum",
-                ))
+                Err(meta.error("`#[trace(skip)]` goes on a field, not on the struct or enum"))
             } else {
                 Err(meta.error(format!(
                     "unknown trace option `{}`; expected `may_contain_gc` or `crate = \"path\"`",

@@ -23,7 +23,7 @@ use syn::{Data, DeriveInput, Fields, Ident, Member, Type};
 
 use crate::attrs::{self, ContainerAttrs};
 use crate::bounds;
-use crate::recursion::{self, Rewritten};
+use crate::recursion;
 
 /// One field of the struct or of a variant.
 struct FieldInfo {
@@ -167,9 +167,9 @@ fn may_contain_gc_expr<'a>(
     let mut terms: Vec<TokenStream> = Vec::new();
     let mut seen: Vec<String> = Vec::new();
     for field in fields {
-        let ty = match recursion::replace_self(&field.ty, &input.ident, &input.generics, &marker) {
-            Rewritten::Type(ty) => ty,
-            Rewritten::Conservative => return quote!(true),
+        let Some(ty) = recursion::replace_self(&field.ty, &input.ident, &input.generics, &marker)
+        else {
+            return quote!(true);
         };
         let term = quote!(<#ty as #krate::Trace>::MAY_CONTAIN_GC);
         let key = term.to_string();

@@ -41,3 +41,6 @@ pub fn derive_trace(input: TokenStream) -> TokenStream {
         .unwrap_or_else(syn::Error::into_compile_error)
         .into()
 }
+
+#[cfg(test)]
+mod tests;

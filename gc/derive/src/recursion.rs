@@ -20,16 +20,14 @@ use proc_macro2::{TokenStream, TokenTree};
 use syn::visit_mut::VisitMut;
 use syn::{Expr, GenericArgument, GenericParam, Generics, Ident, PathArguments, Type};
 
-/// What became of a field type after self-references were replaced.
-pub(crate) enum Rewritten {
-    /// The type, with every self-reference replaced by `marker`.
-    Type(Type),
-    /// A self-reference could not be replaced; the field counts as `true`.
-    Conservative,
-}
-
-/// Replaces the self-references to the type `name<generics>` in `ty`.
-pub(crate) fn replace_self(ty: &Type, name: &Ident, generics: &Generics, marker: &Type) -> Rewritten {
+/// Replaces the self-references to the type `name<generics>` in `ty` by
+/// `marker`; `None` if one could not be replaced (the field counts as `true`).
+pub(crate) fn replace_self(
+    ty: &Type,
+    name: &Ident,
+    generics: &Generics,
+    marker: &Type,
+) -> Option<Type> {
     let mut ty = ty.clone();
     let mut replacer = Replacer {
         name,
@@ -39,11 +37,7 @@ pub(crate) fn replace_self(ty: &Type, name: &Ident, generics: &Generics, marker:
         conservative: false,
     };
     replacer.visit_type_mut(&mut ty);
-    if replacer.conservative {
-        Rewritten::Conservative
-    } else {
-        Rewritten::Type(ty)
-    }
+    (!replacer.conservative).then_some(ty)
 }
 
 struct Replacer<'a> {
@@ -100,13 +94,20 @@ impl Replacer<'_> {
             PathArguments::Parenthesized(_) => return false,
         };
         args.len() == params.len()
-            && params.iter().zip(args).all(|(param, arg)| match (param, arg) {
-                (GenericParam::Lifetime(p), GenericArgument::Lifetime(a)) => p.lifetime == *a,
-                (GenericParam::Type(p), GenericArgument::Type(a)) => is_ident_type(a, &p.ident),
-                (GenericParam::Const(p), GenericArgument::Type(a)) => is_ident_type(a, &p.ident),
-                (GenericParam::Const(p), GenericArgument::Const(a)) => is_ident_expr(a, &p.ident),
-                _ => false,
-            })
+            && params
+                .iter()
+                .zip(args)
+                .all(|(param, arg)| match (param, arg) {
+                    (GenericParam::Lifetime(p), GenericArgument::Lifetime(a)) => p.lifetime == *a,
+                    (GenericParam::Type(p), GenericArgument::Type(a)) => is_ident_type(a, &p.ident),
+                    (GenericParam::Const(p), GenericArgument::Type(a)) => {
+                        is_ident_type(a, &p.ident)
+                    }
+                    (GenericParam::Const(p), GenericArgument::Const(a)) => {
+                        is_ident_expr(a, &p.ident)
+                    }
+                    _ => false,
+                })
     }
 
     fn mentions_self(&self, tokens: TokenStream) -> bool {
