@@ -108,8 +108,9 @@ pub use trace::{Trace, Tracer};
 ///
 /// Sets `MAY_CONTAIN_GC = true` without evaluating the fields. Types that are
 /// *mutually* recursive through `Box`, `Vec` or other owning containers (`A`
-/// holds `Box<B>`, `B` holds `Box<A>`) are still a const-evaluation cycle,
-/// reported as a compile error wherever the constant is used:
+/// holds `Box<B>`, `B` holds `Box<A>`), or recursive through a type alias,
+/// are still a const-evaluation cycle, reported as a compile error
+/// (`E0391`) wherever the constant is used:
 ///
 /// ```compile_fail,E0391
 /// use recycler::Trace;
@@ -166,8 +167,9 @@ pub use trace::{Trace, Tracer};
 ///
 /// # Errors and `Drop`
 ///
-/// Unions (which field is live is unknown), unknown options and options in
-/// the wrong place are compile errors pointing at the offending tokens:
+/// Unions (which field is live is unknown), `#[repr(packed)]` types (their
+/// fields cannot be borrowed), unknown options and options in the wrong place
+/// are compile errors pointing at the offending tokens:
 ///
 /// ```compile_fail
 /// #[derive(recycler::Trace)]

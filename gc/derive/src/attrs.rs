@@ -92,6 +92,28 @@ pub(crate) fn reject_on_variant(attrs: &[Attribute]) -> syn::Result<()> {
     }
 }
 
+/// Rejects `#[repr(packed)]`: `trace` borrows every field, and fields of a
+/// packed struct may be unaligned, so they cannot be borrowed.
+pub(crate) fn reject_packed(attrs: &[Attribute]) -> syn::Result<()> {
+    for attr in attrs.iter().filter(|a| a.path().is_ident("repr")) {
+        let tokens = match &attr.meta {
+            syn::Meta::List(list) => list.tokens.clone(),
+            _ => continue,
+        };
+        let packed = tokens
+            .into_iter()
+            .any(|t| matches!(t, proc_macro2::TokenTree::Ident(i) if i == "packed"));
+        if packed {
+            return Err(syn::Error::new_spanned(
+                attr,
+                "#[derive(Trace)] does not support `#[repr(packed)]`: `trace` borrows \
+                 each field, and packed fields may be unaligned",
+            ));
+        }
+    }
+    Ok(())
+}
+
 fn path_text(path: &Path) -> String {
     let mut text = String::new();
     for (i, seg) in path.segments.iter().enumerate() {

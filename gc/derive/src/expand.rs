@@ -44,6 +44,7 @@ pub fn expand(mut input: DeriveInput) -> syn::Result<TokenStream> {
         krate,
         may_contain_gc,
     } = attrs::container(&input.attrs)?;
+    attrs::reject_packed(&input.attrs)?;
     let arms = collect_arms(&input.data)?;
     let fields = || arms.iter().flat_map(|arm| &arm.fields).filter(|f| !f.skip);
 

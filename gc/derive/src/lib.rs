@@ -23,7 +23,7 @@
 //! - field: `#[trace(skip)]`: not traced, contributes `false`, no bound;
 //! - container: `#[trace(may_contain_gc)]`, `#[trace(crate = "path")]`.
 //!
-//! Unions, unknown options and misplaced options are compile errors
+//! Unions, `#[repr(packed)]` types, unknown options and misplaced options are compile errors
 //! ([`syn::Error`] with the span of the offending tokens), never panics.
 
 mod attrs;

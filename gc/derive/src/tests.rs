@@ -61,6 +61,14 @@ fn union_is_rejected() {
 }
 
 #[test]
+fn packed_struct_is_rejected() {
+    let errors = error_of(syn::parse_quote! { #[repr(C, packed(2))] struct P { a: u8, b: u32 } });
+    assert!(errors[0].contains("`#[repr(packed)]`"), "{errors:?}");
+    // Other reprs are fine.
+    impl_of(syn::parse_quote! { #[repr(C, align(8))] struct P { a: u8, b: u32 } });
+}
+
+#[test]
 fn unknown_options_are_rejected() {
     let errors = error_of(syn::parse_quote! {
         #[trace(collect_me)]
