@@ -392,8 +392,10 @@ fn enum_variant_cycle_is_collected() {
     assert_eq!(drops(), 3);
 }
 
+/// `Gc<T>` requires `T: Trace` in its definition, so a generic type that
+/// holds a `Gc` of itself states the bound too.
 #[derive(Trace)]
-struct GNode<T> {
+struct GNode<T: Trace> {
     value: T,
     next: Link<GNode<T>>,
 }
