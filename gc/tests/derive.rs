@@ -234,6 +234,20 @@ struct BoxB {
     a: Vec<BoxA>,
 }
 
+/// Weak handles and `recycler::Rc` own no collected strong reference.
+#[allow(dead_code)]
+#[derive(Trace)]
+struct WeakAndRc {
+    parent: recycler::Weak<HoldsGc>,
+    shared: recycler::Rc<HoldsGc>,
+}
+
+#[test]
+fn weak_and_rc_fields_are_not_candidates() {
+    assert!(!may::<WeakAndRc>());
+    assert!(may::<Wrapper<(WeakAndRc, MaybeGc)>>());
+}
+
 #[test]
 fn gc_fields_make_candidates() {
     assert!(may::<HoldsGc>());
