@@ -12,7 +12,7 @@ define_pointer! {
     /// `std::rc::Rc`. When a handle to a type that may own pointers
     /// ([`Trace::MAY_CONTAIN_GC`]) is dropped and the count stays above zero,
     /// the object is remembered as a possible cycle root; the thread's
-    /// collector (see [`crate::collector`]) later finds and frees the cycles
+    /// collector (see [`crate::collect`] and [`crate::Policy`]) later finds and frees the cycles
     /// among them. `Gc` is one machine word, `!Send` and `!Sync`.
     ///
     /// A handle can outlive its object only in one case: a destructor that

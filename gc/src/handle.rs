@@ -170,9 +170,7 @@ impl<T: ?Sized + Trace, const COLLECT: bool> Drop for Strong<T, COLLECT> {
         if strong == 0 {
             // SAFETY: this handle was the last strong reference.
             unsafe { collector::release(self.header_ptr()) };
-        } else if COLLECT
-            && T::MAY_CONTAIN_GC
-            && header.flags() & (BUFFERED | DEAD | IN_GRAPH) == 0
+        } else if COLLECT && T::MAY_CONTAIN_GC && header.flags() & (BUFFERED | DEAD | IN_GRAPH) == 0
         {
             // The first decrement to a non-zero count: a possible cycle root.
             collector::buffer(self.header_ptr());
@@ -192,7 +190,6 @@ impl<T: Trace, const COLLECT: bool> WeakRef<T, COLLECT> {
     pub(crate) const fn new() -> Self {
         WeakRef { ptr: None }
     }
-
 
     pub(crate) fn upgrade(&self) -> Option<Strong<T, COLLECT>> {
         let h = self.header()?;

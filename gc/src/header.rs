@@ -313,7 +313,11 @@ unsafe fn trace_value<T: Trace>(header: NonNull<Header>, tracer: &mut Tracer<'_>
 /// dropped exactly once.
 unsafe fn drop_value<T>(header: NonNull<Header>) {
     // SAFETY: guaranteed by the caller.
-    unsafe { ptr::drop_in_place(ptr::addr_of_mut!((*header.cast::<GcBox<T>>().as_ptr()).value)) }
+    unsafe {
+        ptr::drop_in_place(ptr::addr_of_mut!(
+            (*header.cast::<GcBox<T>>().as_ptr()).value
+        ))
+    }
 }
 
 /// Drops the value of an object whose last strong reference is gone.

@@ -11,7 +11,7 @@
 //!   value owns, and whether a type can own any at all
 //!   ([`Trace::MAY_CONTAIN_GC`], decided at compile time: `Gc<String>` costs
 //!   what `std::rc::Rc<String>` costs).
-//! * [`collect`], [`stats`], [`set_policy`]: per-thread control of the
+//! * [`collect`], [`stats()`], [`set_policy`]: per-thread control of the
 //!   collector ([`Policy::Adaptive`] by default, [`Policy::Nim16`] to
 //!   reproduce Nim 1.6's trigger, [`Policy::Manual`]).
 //! * [`sync`]: the thread-safe counterparts.

@@ -10,7 +10,7 @@ define_pointer! {
     /// cycles: the baseline that [`Gc`](crate::Gc) is measured against.
     ///
     /// Same header, API and [`Trace`] as `Gc`, but a decrement never buffers
-    /// the object, so a cycle of `Rc`s leaks; [`crate::stats`] counts the
+    /// the object, so a cycle of `Rc`s leaks; [`crate::stats()`] counts the
     /// leaked objects in `live`. Dropping long chains is iterative, as for
     /// `Gc`.
     ///

@@ -160,7 +160,10 @@ fn dereferencing_a_dead_member_panics() {
         assert!(Gc::downgrade(handle).upgrade().is_none());
         assert!(Gc::get_mut(&mut handle.clone()).is_none());
     }
-    assert_eq!(format!("{:?}", kept[0].clone().try_unwrap_dbg()), "(collected)");
+    assert_eq!(
+        format!("{:?}", kept[0].clone().try_unwrap_dbg()),
+        "(collected)"
+    );
     // The zombies' memory is released with their last handles.
     let live = recycler::stats().live;
     drop(kept);
@@ -324,7 +327,11 @@ fn a_borrowed_cell_in_garbage_defers_the_cycle_to_a_later_collection() {
     let borrow = unsafe { &*edges }.borrow_mut();
     recycler::collect();
     assert!(take_dropped().is_empty(), "nothing freed while borrowed");
-    assert_eq!(recycler::stats().roots_buffered, 1, "the opaque owner waits");
+    assert_eq!(
+        recycler::stats().roots_buffered,
+        1,
+        "the opaque owner waits"
+    );
     drop(borrow);
     recycler::collect();
     assert_eq!(take_dropped().len(), 2);

@@ -225,7 +225,14 @@ impl State {
     }
 
     /// Updates statistics and thresholds after a collection.
-    fn account(&mut self, kind: Kind, traced: usize, freed: usize, promoted: usize, pause: Duration) {
+    fn account(
+        &mut self,
+        kind: Kind,
+        traced: usize,
+        freed: usize,
+        promoted: usize,
+        pause: Duration,
+    ) {
         match kind {
             Kind::Minor => self.minor_collections += 1,
             Kind::Full => self.full_collections += 1,
@@ -419,7 +426,8 @@ fn run(kind: Kind) {
     });
     let freed = verdict.garbage.len();
     COUNTERS.with(|c| {
-        c.old_objects.set(c.old_objects.get() + verdict.promoted as u64);
+        c.old_objects
+            .set(c.old_objects.get() + verdict.promoted as u64);
         c.live.set(c.live.get() - freed as u64);
     });
     let outcome = panic::catch_unwind(AssertUnwindSafe(|| kill(&verdict.garbage)));
@@ -522,9 +530,8 @@ pub fn collect_minor() {
 
 /// This thread's collector statistics.
 pub fn stats() -> Stats {
-    let (live, freed_by_rc, old_objects) = COUNTERS.with(|c| {
-        (c.live.get(), c.freed_by_rc.get(), c.old_objects.get())
-    });
+    let (live, freed_by_rc, old_objects) =
+        COUNTERS.with(|c| (c.live.get(), c.freed_by_rc.get(), c.old_objects.get()));
     let mut stats = Stats {
         live,
         freed_by_rc,
