@@ -571,5 +571,9 @@ pub fn policy() -> Policy {
 
 /// Tunes this thread's [`Policy::Adaptive`].
 pub fn set_adaptive_config(config: AdaptiveConfig) {
-    let _ = STATE.try_with(|state| state.borrow_mut().config = config);
+    let _ = STATE.try_with(|state| {
+        let mut state = state.borrow_mut();
+        state.config = config;
+        state.young_threshold = config.min_roots;
+    });
 }
