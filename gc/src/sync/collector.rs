@@ -178,6 +178,11 @@ fn collect_locked(global: &Global) -> (usize, usize) {
         .collect();
     for &i in &stack {
         live[i] = true;
+        if graph.nodes[i].kept || trial[i] < 0 {
+            // Opaque right now (a locked cell) or seen inconsistently while
+            // it changed: not known to be live, so look again next time.
+            rebuffer(&graph, i);
+        }
     }
     while let Some(i) = stack.pop() {
         let (a, b) = graph.nodes[i].edges;
@@ -223,11 +228,7 @@ fn collect_locked(global: &Global) -> (usize, usize) {
             doomed.extend_from_slice(&members);
         } else {
             for &m in &members {
-                let header = graph.nodes[m].header;
-                // SAFETY: we hold `header`.
-                if unsafe { header.as_ref() }.rebuffer() {
-                    push_root_quietly(Entry(header));
-                }
+                rebuffer(&graph, m);
             }
         }
     }
@@ -270,6 +271,15 @@ fn collect_locked(global: &Global) -> (usize, usize) {
         resume_unwind(payload);
     }
     (freed, traced)
+}
+
+/// Buffers node `i` again (we hold it) so a later collection retries it.
+fn rebuffer(graph: &Graph, i: usize) {
+    let header = graph.nodes[i].header;
+    // SAFETY: we hold `header`.
+    if unsafe { header.as_ref() }.rebuffer() {
+        push_root_quietly(Entry(header));
+    }
 }
 
 /// Validates one candidate component and, on success, dooms it.

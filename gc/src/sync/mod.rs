@@ -158,3 +158,6 @@ pub fn stats() -> Stats {
 pub fn set_policy(policy: Policy) {
     state::set_policy(policy);
 }
+
+#[cfg(test)]
+mod tests;
