@@ -114,15 +114,36 @@ pub(crate) fn global() -> &'static Global {
 }
 
 #[cfg(loom)]
+loom::lazy_static! {
+    static ref GLOBAL: Arc<Global> = Arc::new(Global::new());
+}
+
+#[cfg(loom)]
 pub(crate) fn global() -> &'static Global {
-    loom::lazy_static! {
-        static ref GLOBAL: Global = Global::new();
-    }
     &GLOBAL
+}
+
+/// What a thread's registration keeps of the global state. Under loom, the
+/// lazy statics are torn down before the main thread's thread-locals, so a
+/// thread keeps its own reference for its exit.
+#[cfg(not(loom))]
+type GlobalRef = &'static Global;
+#[cfg(loom)]
+type GlobalRef = Arc<Global>;
+
+#[cfg(not(loom))]
+fn global_ref() -> GlobalRef {
+    global()
+}
+
+#[cfg(loom)]
+fn global_ref() -> GlobalRef {
+    GLOBAL.clone()
 }
 
 /// This thread's registration and trigger state.
 struct Local {
+    global: GlobalRef,
     slot: Arc<Slot>,
     policy: Cell<Policy>,
     /// Nim16: the current threshold; Adaptive: unused.
@@ -137,8 +158,10 @@ impl Local {
             entries: Mutex::new(Vec::new()),
             counters: Counters::default(),
         });
-        global().registry.lock().push(slot.clone());
+        let global = global_ref();
+        global.registry.lock().push(slot.clone());
         Local {
+            global,
             slot,
             policy: Cell::new(Policy::default()),
             threshold: Cell::new(NIM_START),
@@ -151,7 +174,7 @@ impl Drop for Local {
     /// Thread exit: hand the buffer over and fold the counters into the
     /// retired totals.
     fn drop(&mut self) {
-        let global = global();
+        let global = &self.global;
         let entries = core::mem::take(&mut *self.slot.entries.lock());
         global.orphans.lock().extend(entries);
         let c = &self.slot.counters;
