@@ -23,7 +23,12 @@ impl Book {
     /// Asserts that every object was dropped exactly once.
     pub fn assert_all_dropped_once(&self) {
         for (id, d) in self.drops.iter().enumerate() {
-            assert_eq!(d.load(SeqCst), 1, "object {id} dropped {} times", d.load(SeqCst));
+            assert_eq!(
+                d.load(SeqCst),
+                1,
+                "object {id} dropped {} times",
+                d.load(SeqCst)
+            );
         }
     }
 

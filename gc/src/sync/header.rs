@@ -181,6 +181,12 @@ impl Header {
     /// non-zero value. Returns `true` if a new buffer entry must be pushed
     /// (the caller pushes it; `BUFFERED` keeps the memory alive until then).
     ///
+    /// One CAS (retried only under contention): the decision whether to
+    /// buffer must be made on the very word the decrement replaces. With a
+    /// load followed by a blind `fetch_add`, a collector could drain the entry
+    /// in between (clearing `BUFFERED` after snapshotting a count that still
+    /// includes this handle) and the object would never be buffered again.
+    ///
     /// # Safety
     /// The caller owns one strong reference, which this consumes.
     #[inline]
@@ -190,14 +196,19 @@ impl Header {
         let mut w = header.word.load(Relaxed);
         loop {
             let settled = w & (BUFFERED | ARMED) == BUFFERED | ARMED;
-            if count(w) <= 1 || settled || w & DOOMED != 0 {
-                // SAFETY: forwarded contract.
-                unsafe { Self::dec_strong(this) };
-                return false;
-            }
-            let new = (w + DEC) | BUFFERED | ARMED;
+            let new = if count(w) == 1 || settled || w & DOOMED != 0 {
+                w + DEC
+            } else {
+                (w + DEC) | BUFFERED | ARMED
+            };
             match header.word.compare_exchange_weak(w, new, Release, Relaxed) {
-                Ok(_) => return w & BUFFERED == 0,
+                Ok(_) if count(w) == 1 => {
+                    fence(Acquire);
+                    // SAFETY: we performed the transition to zero.
+                    unsafe { Self::last_strong_released(this, w) };
+                    return false;
+                }
+                Ok(_) => return new & BUFFERED != 0 && w & BUFFERED == 0,
                 Err(actual) => w = actual,
             }
         }
