@@ -24,6 +24,7 @@
 //! |---|---|
 //! | `count_tear` | R1: counts read at different times |
 //! | `move_through_mutex` | R2: a handle moved through a `Mutex`, no count change |
+//! | `move_between_cells` | R2: one handle traced twice, a stack handle missed (Σ-test) |
 //! | `move_out_and_back` | R2: moved out of a cell and back between traces |
 //! | `upgrade_against_doom` | R3: `Weak::upgrade` racing the decision |
 //! | `last_drop_against_hold` | R4: tracing an object whose last handle drops |

@@ -79,6 +79,34 @@ fn move_through_mutex() {
     });
 }
 
+/// R2, double count: with its own handle on `b`, the mutator moves the
+/// `a -> b` handle into `b`'s cell between the collector's traces of `a` and
+/// `b`, so the trial sees that handle twice and misses the stack handle.
+/// Only the Σ-test (re-trace with all cells locked) catches this one.
+#[test]
+fn move_between_cells() {
+    model(|| {
+        set_policy(Policy::Manual);
+        let book = Book::new(2);
+        let (a, b) = pair(&book);
+        let hb = b.clone();
+        drop(a); // buffered first, traced first
+        drop(b); // buffered second
+        let t = thread::spawn(move || {
+            {
+                let mut cell_b = hb.edges.lock().unwrap();
+                let moved = cell_b[0].edges.lock().unwrap().pop().unwrap();
+                cell_b.push(moved);
+            }
+            hb.check();
+            hb.edges.lock().unwrap()[0].check();
+        });
+        collect();
+        t.join().unwrap();
+        finish(&book);
+    });
+}
+
 /// R2: a handle leaves its cell and comes back between the collector's
 /// traces, so a re-trace sees the same edges as the first trace.
 #[test]
