@@ -12,11 +12,18 @@ use core::ptr::NonNull;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 
 use super::header::Header;
-use super::prim::thread_local;
 
 type Pending = (NonNull<Header>, u64);
 
-thread_local! {
+#[cfg(not(loom))]
+std::thread_local! {
+    /// `Some` while this thread is running the drop loop.
+    static QUEUE: RefCell<Option<Vec<Pending>>> = const { RefCell::new(None) };
+}
+
+// loom's `thread_local!` takes no `const` initialiser.
+#[cfg(loom)]
+loom::thread_local! {
     /// `Some` while this thread is running the drop loop.
     static QUEUE: RefCell<Option<Vec<Pending>>> = RefCell::new(None);
 }
