@@ -13,7 +13,9 @@
 //!   that also adds [`CTR`] to the counter, so a collector that compares the
 //!   whole word with a snapshot detects *any* mutator activity in between
 //!   (not just a net change of the count). Clone is `fetch_add(ONE + CTR)`,
-//!   drop is `fetch_add(CTR - ONE)`: one instruction each, as in `Arc`.
+//!   drop is `fetch_add(CTR - ONE)` (one instruction each, as in `Arc`), or,
+//!   for types that may own pointers, one CAS that also decides buffering
+//!   ([`Header::dec_strong_buffering`]).
 //! - `BUFFERED`: exactly one buffer entry for the object exists. While it is
 //!   set, the entry keeps the allocation alive (see *memory lifetime*).
 //! - `ARMED`: the entry may be used to take a hold. `get_mut` disarms it, so a

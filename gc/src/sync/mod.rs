@@ -27,16 +27,20 @@
 //!
 //! # Costs
 //!
-//! A handle is one word. Clone is one `fetch_add` on the header word, drop
-//! one `fetch_add` (plus, for types that may own pointers, a relaxed load and
-//! — the first time the count drops to a non-zero value — a CAS that marks
-//! the object buffered and a push onto this thread's own buffer). Deref reads
-//! a plain `bool` and touches no atomic. Types with
+//! A handle is one word. Clone is one `fetch_add` on the header word; drop
+//! of a type that cannot own pointers is one `fetch_add`, as in `Arc`. Drop
+//! of a type that may own pointers is one compare-and-swap on the same word
+//! (retried only under contention), because the decision to buffer the
+//! object as a possible cycle root must be taken on the exact word the
+//! decrement replaces (a load followed by a blind `fetch_add` loses roots
+//! when a collector drains the entry in between — loom found that); the first
+//! time the count drops to a non-zero value the same CAS marks the object
+//! buffered and the entry goes onto this thread's own buffer. Deref reads a
+//! plain `bool` and touches no atomic. Types with
 //! [`Trace::MAY_CONTAIN_GC`](crate::Trace::MAY_CONTAIN_GC) `== false` are
-//! never buffered or traced and cost what `Arc` costs. No mutator operation
-//! touches a lock or counter shared with other threads: buffers are per
-//! thread; the registry and the collector lock are only used by collections
-//! and thread start/exit (see `state.rs`).
+//! never buffered or traced. No mutator operation touches a lock or counter
+//! shared with other threads: buffers are per thread; the registry and the
+//! collector lock are only used by collections and thread start/exit.
 //!
 //! # The algorithm
 //!
