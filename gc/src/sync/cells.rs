@@ -100,3 +100,19 @@ unsafe impl<T: Trace> Trace for loom::sync::Mutex<T> {
         }
     }
 }
+
+// SAFETY: as for `std::sync::RwLock`.
+#[cfg(loom)]
+unsafe impl<T: Trace> Trace for loom::sync::RwLock<T> {
+    const MAY_CONTAIN_GC: bool = T::MAY_CONTAIN_GC;
+    fn trace(&self, tracer: &mut Tracer<'_>) {
+        if !T::MAY_CONTAIN_GC {
+            return;
+        }
+        match self.try_read() {
+            Ok(guard) => trace_guard!(tracer, guard),
+            Err(TryLockError::Poisoned(poisoned)) => trace_guard!(tracer, poisoned.into_inner()),
+            Err(TryLockError::WouldBlock) => tracer.keep_alive(),
+        }
+    }
+}

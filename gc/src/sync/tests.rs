@@ -374,6 +374,29 @@ fn handles_cross_threads_and_exiting_threads_hand_over_their_buffer() {
 }
 
 #[test]
+fn an_idle_threads_candidates_are_collected_by_another() {
+    let _s = serial();
+    let drops = Arc::new(AtomicUsize::new(0));
+    let (made_tx, made_rx) = std::sync::mpsc::channel();
+    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+    let d2 = drops.clone();
+    let idle = std::thread::spawn(move || {
+        set_policy(Policy::Manual);
+        let (c, d) = (node(&d2), node(&d2));
+        link(&c, &d);
+        link(&d, &c);
+        drop((c, d)); // buffered on this thread
+        made_tx.send(()).unwrap();
+        done_rx.recv().unwrap(); // stays alive, idle, while main collects
+    });
+    made_rx.recv().unwrap();
+    collect();
+    assert_eq!(drops.load(SeqCst), 2);
+    done_tx.send(()).unwrap();
+    idle.join().unwrap();
+}
+
+#[test]
 fn nim16_threshold_follows_nim_1_6_12() {
     let _s = serial();
     collect();
