@@ -93,14 +93,14 @@ impl Drop for Node {
     }
 }
 
-/// Runs `f` under loom, by default with at most two preemptions.
+/// Runs `f` under loom, by default with at most five preemptions.
 pub fn model<F>(f: F)
 where
     F: Fn() + Sync + Send + 'static,
 {
     let mut builder = loom::model::Builder::new();
     if builder.preemption_bound.is_none() {
-        builder.preemption_bound = Some(2);
+        builder.preemption_bound = Some(5);
     }
     builder.max_branches = 100_000;
     builder.check(f);
