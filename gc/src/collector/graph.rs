@@ -142,36 +142,40 @@ impl Graph {
 
     /// Step 1: traces every node once, discovering new nodes as it goes.
     fn mark(&mut self, minor: bool) {
+        // Taken for the whole loop; if a trace panics only its capacity is lost.
+        let mut scratch = core::mem::take(&mut self.scratch);
         let mut i = 0;
-        while i < self.nodes.len() {
-            let object = self.nodes[i].object;
-            let mut tracer = Tracer::new(Family::Local, &mut self.scratch);
+        while let Some(node) = self.nodes.get(i) {
+            let object = node.object;
+            scratch.clear();
+            let mut tracer = Tracer::new(Family::Local, &mut scratch);
             // SAFETY: nodes are live and alive (dead objects are never added).
             unsafe { header::trace_erased(object, &mut tracer) };
-            let kept_alive = tracer.kept_alive();
+            let opaque = tracer.kept_alive();
             let first_edge = self.edges.len();
-            let mut scratch = core::mem::take(&mut self.scratch);
-            for target in scratch.drain(..) {
+            for &target in &scratch {
                 let target = target.cast::<Header>();
                 // SAFETY: a traced handle keeps its target's memory live.
                 let t = unsafe { target.as_ref() };
-                if t.has(DEAD) || (minor && t.has(OLD)) {
+                let flags = t.flags();
+                if flags & DEAD != 0 || (minor && flags & OLD != 0) {
                     continue;
                 }
-                let j = if t.has(IN_GRAPH) {
+                let j = if flags & IN_GRAPH != 0 {
                     t.slot() as u32
                 } else {
                     self.add_node(target)
                 };
                 self.edges.push(j);
             }
-            self.scratch = scratch;
+            let end_edge = self.edges.len();
             let node = &mut self.nodes[i];
             node.first_edge = u32::try_from(first_edge).expect("collection graph too large");
-            node.end_edge = u32::try_from(self.edges.len()).expect("collection graph too large");
-            node.opaque = kept_alive;
+            node.end_edge = u32::try_from(end_edge).expect("collection graph too large");
+            node.opaque = opaque;
             i += 1;
         }
+        self.scratch = scratch;
     }
 
     /// Computes trial counts. Returns `false` if some count went below zero,
@@ -216,7 +220,7 @@ impl Graph {
         self.garbage.clear();
         self.retry.clear();
         let mut promoted = 0;
-        for node in self.nodes.drain(..) {
+        for node in &self.nodes {
             // SAFETY: nodes are live.
             let h = unsafe { node.object.as_ref() };
             h.clear_flag(IN_GRAPH);
@@ -229,6 +233,7 @@ impl Graph {
                 promoted += 1;
             }
         }
+        self.nodes.clear();
         self.edges.clear();
         Verdict { traced, promoted }
     }
