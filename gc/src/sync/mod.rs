@@ -103,9 +103,14 @@
 //! the weak count reaches zero, and the shared weak reference is released
 //! by the last of "value gone" and "buffer entry drained", so no buffer
 //! entry, `Weak` or collector ever reads a freed header. The one assumption
-//! is the `Trace` contract: pointers inside a value change only through
-//! `&mut` or a lock that its `Trace` impl `try_lock`s; `sync::Gc` requires
-//! `T: Send + Sync`, which rules out `RefCell`/`Cell` interiors. The
+//! is the `Trace` contract: the `sync::Gc` handles inside a value change only
+//! through `&mut` or inside one of the locks whose `Trace` impls this crate
+//! provides (`std` and `parking_lot` `Mutex`/`RwLock`), which hand their
+//! guards to the collector so that a cell stays locked until the hold on
+//! its targets is taken and, during validation, until `t*`. A hand-written
+//! cell type cannot do that and must not hold `sync::Gc` handles that change
+//! through `&self`. `sync::Gc` requires `T: Send + Sync`, which rules out
+//! `RefCell`/`Cell` interiors. The
 //! modification counter has 27 bits: the Δ-test could only be fooled by a
 //! multiple of 2^27 mutator operations on one member between its snapshot
 //! and its CAS that also restore its exact count.
