@@ -195,13 +195,45 @@ impl Header {
     pub(crate) unsafe fn dec_strong_buffering(this: NonNull<Header>) -> bool {
         // SAFETY: our strong reference keeps the header alive.
         let header = unsafe { this.as_ref() };
+        let w = header.word.load(Relaxed);
+        if count(w) > 1 {
+            let new = Self::after_buffering_drop(w);
+            if header
+                .word
+                .compare_exchange(w, new, Release, Relaxed)
+                .is_ok()
+            {
+                return new & BUFFERED != 0 && w & BUFFERED == 0;
+            }
+        }
+        // SAFETY: forwarded contract.
+        unsafe { Self::dec_strong_buffering_slow(this) }
+    }
+
+    /// The word after a drop from `w` (count above one): decremented, and
+    /// buffered and armed unless doomed. Or-ing the flags into an already
+    /// buffered and armed word changes nothing, so there is no branch on it.
+    #[inline]
+    fn after_buffering_drop(w: u64) -> u64 {
+        let flags = if w & DOOMED == 0 { BUFFERED | ARMED } else { 0 };
+        (w + DEC) | flags
+    }
+
+    /// [`Header::dec_strong_buffering`] under contention or for the last
+    /// reference.
+    ///
+    /// # Safety
+    /// The caller owns one strong reference, which this consumes.
+    #[inline(never)]
+    unsafe fn dec_strong_buffering_slow(this: NonNull<Header>) -> bool {
+        // SAFETY: our strong reference keeps the header alive.
+        let header = unsafe { this.as_ref() };
         let mut w = header.word.load(Relaxed);
         loop {
-            let settled = w & (BUFFERED | ARMED) == BUFFERED | ARMED;
-            let new = if count(w) == 1 || settled || w & DOOMED != 0 {
+            let new = if count(w) == 1 {
                 w + DEC
             } else {
-                (w + DEC) | BUFFERED | ARMED
+                Self::after_buffering_drop(w)
             };
             match header.word.compare_exchange_weak(w, new, Release, Relaxed) {
                 Ok(_) if count(w) == 1 => {
