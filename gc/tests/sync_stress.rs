@@ -1,7 +1,8 @@
 //! Multithreaded stress test of `recycler::sync`: random graph operations on
 //! several threads — allocation, linking, unlinking, moving handles between
 //! cells, handing handles to other threads through mailboxes, weak upgrades,
-//! explicit collections and automatic ones (default policy) — while every
+//! `get_mut`, `try_unwrap`, explicit collections and automatic ones (default
+//! policy) — while every
 //! dereference checks that the object's value has not been dropped. After
 //! the threads are joined and the heap collected, the set of dropped objects
 //! must be exactly the set of objects unreachable from the surviving roots.
@@ -157,6 +158,25 @@ fn worker(world: Arc<World>, me: usize, seed: u64) -> Vec<Gc<Node>> {
                 }
             }
             92..=93 => collect(),
+            94..=95 if !roots.is_empty() => {
+                // exclusive access through a unique handle
+                let i = pick(&mut rng, &roots);
+                if let Some(n) = Gc::get_mut(&mut roots[i]) {
+                    let edges = n.edges.get_mut().unwrap();
+                    if let Some(e) = edges.pop() {
+                        e.check();
+                        roots.push(e);
+                    }
+                }
+            }
+            96 if !roots.is_empty() => {
+                // take the value out of a unique handle (drops it here)
+                let i = pick(&mut rng, &roots);
+                let h = roots.swap_remove(i);
+                if let Err(h) = Gc::try_unwrap(h) {
+                    roots.push(h);
+                }
+            }
             _ => {}
         }
     }
