@@ -69,11 +69,13 @@
 //!
 //! *Closure at one instant.* Let `t*` be the moment, during the Σ-test of a
 //! component `C`, when every cell of `C` is locked and every member has been
-//! re-traced. Every member is held, so its count is at least two and no
-//! thread can hold `&mut` to its value (`get_mut` needs a count of one, and
-//! disarms the buffer entry first so that no hold can be taken through it),
-//! hence the non-cell parts of the values are frozen, and the locked cells
-//! are frozen: the re-traced edges are the handles inside `C` at `t*`. A
+//! re-traced. Every member is held (the collector owns a strong reference),
+//! so no thread can have `&mut` to its value (`get_mut` needs the caller's
+//! handle to be the only one, and disarms the buffer entry first so that no
+//! hold can be taken through it; holds through edges are taken while the
+//! edge's cell is locked, so never on a handle someone has `&mut` to); hence
+//! the non-cell parts of the values are frozen, and the locked cells are
+//! frozen: the re-traced edges are the handles inside `C` at `t*`. A
 //! member's CAS from `W` succeeds only if its word did not change since the
 //! snapshot; every clone, drop, upgrade and buffering changes the word (the
 //! counter defeats ABA), and the snapshot precedes `t*` which precedes the
@@ -110,10 +112,18 @@
 //! its targets is taken and, during validation, until `t*`. A hand-written
 //! cell type cannot do that and must not hold `sync::Gc` handles that change
 //! through `&self`. `sync::Gc` requires `T: Send + Sync`, which rules out
-//! `RefCell`/`Cell` interiors. The
-//! modification counter has 27 bits: the Δ-test could only be fooled by a
-//! multiple of 2^27 mutator operations on one member between its snapshot
-//! and its CAS that also restore its exact count.
+//! `RefCell`/`Cell` interiors. The modification counter has 27 bits: the
+//! Δ-test could only be fooled by a multiple of 2^27 mutator operations on
+//! one member between its snapshot and its CAS that also restore its exact
+//! count.
+//!
+//! *Why both tests.* Without the Σ-test, a thread holding its own handle to
+//! `b` can move the `a → b` handle into `b`'s cell between the traces of `a`
+//! and `b`: the trial counts that handle twice and misses the stack handle,
+//! and no count or word changes. Without the Δ-test, a thread can trade a
+//! handle on one member for one on another while their counts are read at
+//! different times. The loom models `move_between_cells` and `count_tear`
+//! fail when either test is removed.
 //!
 //! # Policies
 //!
