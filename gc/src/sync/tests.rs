@@ -114,6 +114,31 @@ fn cycles_are_collected_and_reachable_ones_kept() {
 }
 
 #[test]
+fn statistics_count_objects_and_collections() {
+    let _s = serial();
+    collect();
+    let before = stats();
+    let drops = Arc::new(AtomicUsize::new(0));
+    let (a, b) = (node(&drops), node(&drops));
+    let leaf = Gc::new(1u8);
+    assert_eq!(stats().live, before.live + 3);
+    drop(leaf);
+    link(&a, &b);
+    link(&b, &a);
+    drop((a, b));
+    assert_eq!(stats().roots_buffered, before.roots_buffered + 2);
+    collect();
+    let after = stats();
+    assert_eq!(after.live, before.live);
+    assert_eq!(after.freed_by_rc, before.freed_by_rc + 1);
+    assert_eq!(after.freed_by_collector, before.freed_by_collector + 2);
+    assert!(after.full_collections > before.full_collections);
+    assert!(after.nodes_traced >= before.nodes_traced + 2);
+    assert_eq!(after.roots_buffered, 0);
+    assert!(after.max_pause <= after.total_pause);
+}
+
+#[test]
 fn non_candidate_types_are_never_buffered() {
     let _s = serial();
     let before = stats().roots_buffered;
