@@ -14,7 +14,7 @@
 //! one.) Without `--cfg loom` the models are compiled out. The bound of five
 //! preemptions per execution is also the default used when
 //! `LOOM_MAX_PREEMPTIONS` is unset (see [`support::model`]). Measured on the
-//! 2-core development machine (shared with other builds): the 14 models take
+//! 2-core development machine (shared with other builds): the 15 models take
 //! about 100 s at 5 (two minutes with the build), 23 s at 4, 6 s at 3.
 //! Every seeded bug tried so far was found at 3: no Δ-test (CAS replaced by
 //! an unconditional claim), no Σ-test, `get_mut` without disarming the
@@ -38,6 +38,7 @@
 //! | `cell_locked_across_collection` | a cell locked while the collector runs |
 //! | `destructor_stores_dead_handle` | a destructor publishes a dead handle |
 //! | `destructor_calls_collect` | re-entrant and concurrent `collect()` |
+//! | `try_unwrap_against_collector` | moving the value out vs. draining its entry |
 //! | `get_mut_against_collector` | `&mut` access vs. tracing (data race check) |
 //! | `abort_then_eventual_collection` | validation fails, a later pass frees |
 //! | `two_concurrent_collectors` | R5 and one-collector-at-a-time |

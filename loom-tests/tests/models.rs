@@ -187,6 +187,29 @@ fn concurrent_buffering() {
     });
 }
 
+/// `try_unwrap` takes the value out of a buffered object while another
+/// thread's collector drains its entry: one of them wins, the value is
+/// dropped once and the memory freed once.
+#[test]
+fn try_unwrap_against_collector() {
+    model(|| {
+        set_policy(Policy::Manual);
+        let book = Book::new(1);
+        let a = Node::new(&book, 0);
+        drop(a.clone()); // buffered and armed, count 1
+        let t = thread::spawn(collect);
+        match Gc::try_unwrap(a) {
+            Ok(node) => {
+                node.check();
+                drop(node);
+            }
+            Err(a) => drop(a), // the collector held it at that moment
+        }
+        t.join().unwrap();
+        finish(&book);
+    });
+}
+
 /// The last two handles of a buffered object drop on two threads while a
 /// third collects: the entry and the last release share the memory.
 #[test]
