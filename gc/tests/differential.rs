@@ -54,26 +54,47 @@ use recycler::{AdaptiveConfig, Gc, Policy, Weak};
 #[allow(dead_code)] // the fields are read through `Debug`, in failure reports
 enum Op {
     /// A new node, held by a new root handle.
-    New { id: usize },
+    New {
+        id: usize,
+    },
     /// `from` gets an edge to `to`.
-    Link { from: usize, to: usize },
+    /// (`clones`: see [`World::with_node`].)
+    Link {
+        from: usize,
+        to: usize,
+        clones: bool,
+    },
     /// `from` loses its edge number `index` (dropped while the cell is still
     /// mutably borrowed if `in_borrow`).
     Unlink {
         from: usize,
         index: usize,
         in_borrow: bool,
+        clones: bool,
     },
     /// The root handle in `slot` (to `id`) is dropped.
-    DropRoot { slot: usize, id: usize },
+    DropRoot {
+        slot: usize,
+        id: usize,
+    },
     /// A handle to `id`, reached through the heap, becomes a new root.
-    CloneRoot { id: usize },
+    CloneRoot {
+        id: usize,
+        clones: bool,
+    },
     /// A weak handle to `id` is kept.
-    Downgrade { id: usize },
+    Downgrade {
+        id: usize,
+    },
     /// The weak handle to `id` is upgraded into a root (if it can be).
-    Upgrade { id: usize, alive: bool },
+    Upgrade {
+        id: usize,
+        alive: bool,
+    },
     /// The weak handle to `id` is dropped.
-    DropWeak { id: usize },
+    DropWeak {
+        id: usize,
+    },
     /// A cycle of `len` new nodes starting at `first`, linked from and/or to
     /// an existing node, with at most one member kept as a root.
     Ring {
@@ -84,7 +105,12 @@ enum Op {
         keep: Option<usize>,
     },
     /// A new node `young` and an existing node `old` point to each other.
-    CrossLink { old: usize, young: usize, keep: bool },
+    CrossLink {
+        old: usize,
+        young: usize,
+        keep: bool,
+        clones: bool,
+    },
     /// Every root handle is cloned and dropped: all roots become candidates.
     BufferRoots,
     /// A root is dropped (and maybe a collection run) while `id`'s cell is
@@ -135,9 +161,32 @@ struct Mix {
     collect: u32,
     collect_minor: u32,
     set_policy: u32,
+    /// How often a node is reached by cloning handles along the way rather
+    /// than by borrowing (see [`World::with_node`]).
+    clones: f64,
 }
 
 impl Mix {
+    /// No operation at all (the base for scripted phases).
+    fn none(clones: f64) -> Mix {
+        Mix {
+            new: 0,
+            link: 0,
+            unlink: 0,
+            drop_root: 0,
+            clone_root: 0,
+            weak: 0,
+            ring: 0,
+            cross_link: 0,
+            buffer_roots: 0,
+            borrowed: 0,
+            collect: 0,
+            collect_minor: 0,
+            set_policy: 0,
+            clones,
+        }
+    }
+
     fn random(rng: &mut SmallRng) -> Mix {
         Mix {
             new: rng.gen_range(2..10),
@@ -153,6 +202,7 @@ impl Mix {
             collect: rng.gen_range(0..3),
             collect_minor: rng.gen_range(0..4),
             set_policy: 0,
+            clones: [0.0, 0.5, 1.0][rng.gen_range(0..3)],
         }
     }
 
@@ -174,7 +224,7 @@ impl Mix {
 }
 
 /// Everything one case does, drawn from its seed.
-#[derive(Debug)]
+#[derive(Clone, Copy, Debug)]
 struct Plan {
     policy: Policy,
     adaptive: Option<AdaptiveConfig>,
@@ -183,6 +233,9 @@ struct Plan {
     max_nodes: usize,
     /// Start by building a few nodes and promoting them with a collection.
     promote_first: bool,
+    /// Then build cycles across generations (see
+    /// [`World::across_generations`]).
+    across_generations: bool,
 }
 
 /// What a case exercised, summed over a family to check that the family
@@ -279,30 +332,83 @@ impl World {
         Reach { via, order }
     }
 
-    /// A handle to the reachable node `id`, found by walking the real heap
-    /// along the model's path to it.
-    fn handle(&self, reach: &Reach, id: usize) -> Gc<Node> {
+    /// The root slot and the edge indices (in order) of the model's path to
+    /// the reachable node `id`.
+    fn path(&self, reach: &Reach, id: usize) -> (usize, Vec<usize>) {
         let mut path = Vec::new();
         let mut at = id;
-        let slot = loop {
+        loop {
             match reach.via[at] {
-                Some(Via::Root(slot)) => break slot,
+                Some(Via::Root(slot)) => {
+                    path.reverse();
+                    return (slot, path);
+                }
                 Some(Via::Edge { from, index }) => {
                     path.push(index);
                     at = from;
                 }
                 None => panic!("node {id} is not reachable"),
             }
-        };
-        let mut handle = self.roots[slot].0.clone();
-        assert_eq!(handle.id, at, "root slot {slot} holds the wrong node");
-        for &index in path.iter().rev() {
-            at = self.adj[at][index];
-            let next = handle.edges.borrow()[index].clone();
-            assert_eq!(next.id, at, "the heap's edge differs from the model's");
-            handle = next;
         }
-        handle
+    }
+
+    /// Runs `f` on the reachable node `id`, found by walking the real heap
+    /// along the model's path and checking every edge against the model.
+    ///
+    /// With `clones`, the walk clones a handle at each step (and drops it at
+    /// the next), which buffers every node on the way as a possible root.
+    /// Without, it only borrows the edge lists on the path: no count changes
+    /// and nothing is buffered, as when a program reads through references.
+    fn with_node<R>(
+        &self,
+        reach: &Reach,
+        id: usize,
+        clones: bool,
+        f: impl FnOnce(&Gc<Node>) -> R,
+    ) -> R {
+        let (slot, path) = self.path(reach, id);
+        let root = &self.roots[slot].0;
+        if clones {
+            let mut handle = root.clone();
+            let mut at = handle.id;
+            for &index in &path {
+                at = self.adj[at][index];
+                let next = handle.edges.borrow()[index].clone();
+                assert_eq!(next.id, at, "the heap's edge differs from the model's");
+                handle = next;
+            }
+            assert_eq!(handle.id, id);
+            f(&handle)
+        } else {
+            self.walk_borrowed(root, &path, f)
+        }
+    }
+
+    /// The borrowing walk of [`World::with_node`] (one frame per step: paths
+    /// are at most a few hundred nodes long).
+    fn walk_borrowed<R>(
+        &self,
+        node: &Gc<Node>,
+        path: &[usize],
+        f: impl FnOnce(&Gc<Node>) -> R,
+    ) -> R {
+        match path.split_first() {
+            None => f(node),
+            Some((&index, rest)) => {
+                let edges = node.edges.borrow();
+                let next = &edges[index];
+                assert_eq!(
+                    next.id, self.adj[node.id][index],
+                    "the heap's edge differs from the model's"
+                );
+                self.walk_borrowed(next, rest, f)
+            }
+        }
+    }
+
+    /// A new handle to the reachable node `id`.
+    fn handle(&self, reach: &Reach, id: usize, clones: bool) -> Gc<Node> {
+        self.with_node(reach, id, clones, Gc::clone)
     }
 
     fn pick_reachable(&self, rng: &mut SmallRng, reach: &Reach) -> Option<usize> {
@@ -310,6 +416,18 @@ impl World {
             None
         } else {
             Some(reach.order[rng.gen_range(0..reach.order.len())])
+        }
+    }
+
+    /// A reachable node among the oldest third (by id) of the reachable ones.
+    fn pick_older(&self, rng: &mut SmallRng, reach: &Reach) -> Option<usize> {
+        let mut ids = reach.order.clone();
+        ids.sort_unstable();
+        ids.truncate(ids.len().div_ceil(3));
+        if ids.is_empty() {
+            None
+        } else {
+            Some(ids[rng.gen_range(0..ids.len())])
         }
     }
 
@@ -335,16 +453,28 @@ impl World {
                 self.roots.push((node, id));
             }
         } else if is(mix.link) {
-            let (Some(from), Some(to)) = (
-                self.pick_reachable(rng, &reach),
+            // Often between an older node (likely promoted) and one held on
+            // the stack (likely young), in either direction.
+            let (Some(a), Some(b)) = (
+                self.pick_older(rng, &reach),
                 self.pick_reachable(rng, &reach),
             ) else {
                 return;
             };
-            self.record(Op::Link { from, to });
-            let a = self.handle(&reach, from);
-            let b = self.handle(&reach, to);
-            a.edges.borrow_mut().push(b);
+            let young = if self.roots.is_empty() {
+                b
+            } else {
+                self.roots[rng.gen_range(0..self.roots.len())].1
+            };
+            let (from, to) = match rng.gen_range(0..3) {
+                0 => (a, young),
+                1 => (young, a),
+                _ => (self.pick_reachable(rng, &reach).unwrap_or(a), b),
+            };
+            let clones = rng.gen_bool(mix.clones);
+            self.record(Op::Link { from, to, clones });
+            let b = self.handle(&reach, to, clones);
+            self.with_node(&reach, from, clones, |a| a.edges.borrow_mut().push(b));
             self.adj[from].push(to);
         } else if is(mix.unlink) {
             let with_edges: Vec<usize> = reach
@@ -359,25 +489,29 @@ impl World {
             let from = with_edges[rng.gen_range(0..with_edges.len())];
             let index = rng.gen_range(0..self.adj[from].len());
             let in_borrow = rng.gen_bool(0.3);
+            let clones = rng.gen_bool(mix.clones);
             self.record(Op::Unlink {
                 from,
                 index,
                 in_borrow,
+                clones,
             });
-            let a = self.handle(&reach, from);
-            let to = self.adj[from].remove(index);
-            if in_borrow {
-                // The drop may free by counting or trigger a collection that
-                // meets this mutably borrowed cell.
-                let mut edges = a.edges.borrow_mut();
-                let removed = edges.remove(index);
-                assert_eq!(removed.id, to);
-                drop(removed);
-            } else {
-                let removed = a.edges.borrow_mut().remove(index);
-                assert_eq!(removed.id, to);
-                drop(removed);
-            }
+            let to = self.adj[from][index];
+            self.with_node(&reach, from, clones, |a| {
+                if in_borrow {
+                    // The drop may free by counting or trigger a collection
+                    // that meets this mutably borrowed cell.
+                    let mut edges = a.edges.borrow_mut();
+                    let removed = edges.remove(index);
+                    assert_eq!(removed.id, to);
+                    drop(removed);
+                } else {
+                    let removed = a.edges.borrow_mut().remove(index);
+                    assert_eq!(removed.id, to);
+                    drop(removed);
+                }
+            });
+            self.adj[from].remove(index);
         } else if is(mix.drop_root) {
             if self.roots.is_empty() {
                 return;
@@ -390,14 +524,15 @@ impl World {
             let Some(id) = self.pick_reachable(rng, &reach) else {
                 return;
             };
-            self.record(Op::CloneRoot { id });
-            let handle = self.handle(&reach, id);
+            let clones = rng.gen_bool(mix.clones);
+            self.record(Op::CloneRoot { id, clones });
+            let handle = self.handle(&reach, id, clones);
             self.roots.push((handle, id));
         } else if is(mix.weak) {
-            self.weak_op(rng, &reach);
+            self.weak_op(rng, &reach, plan);
         } else if is(mix.ring) {
             if room {
-                self.ring(rng, &reach);
+                self.ring(rng, &reach, plan);
             }
         } else if is(mix.cross_link) {
             let Some(old) = self.pick_reachable(rng, &reach) else {
@@ -407,15 +542,18 @@ impl World {
                 return;
             }
             let keep = rng.gen_bool(0.3);
-            let handle = self.handle(&reach, old);
+            let clones = rng.gen_bool(mix.clones);
             let young = self.create();
             self.record(Op::CrossLink {
                 old,
                 young: young.id,
                 keep,
+                clones,
             });
-            handle.edges.borrow_mut().push(young.clone());
-            young.edges.borrow_mut().push(handle.clone());
+            self.with_node(&reach, old, clones, |handle| {
+                handle.edges.borrow_mut().push(young.clone());
+                young.edges.borrow_mut().push(handle.clone());
+            });
             self.adj[old].push(young.id);
             self.adj[young.id].push(old);
             if keep {
@@ -443,7 +581,7 @@ impl World {
                 slot,
                 collect,
             });
-            let handle = self.handle(&reach, id);
+            let handle = self.handle(&reach, id, true);
             let before = recycler::stats().collections();
             {
                 let _borrow = if mutable {
@@ -472,14 +610,14 @@ impl World {
         }
     }
 
-    fn weak_op(&mut self, rng: &mut SmallRng, reach: &Reach) {
+    fn weak_op(&mut self, rng: &mut SmallRng, reach: &Reach, plan: &Plan) {
         match rng.gen_range(0..3) {
             0 if self.weaks.len() < 8 => {
                 let Some(id) = self.pick_reachable(rng, reach) else {
                     return;
                 };
                 self.record(Op::Downgrade { id });
-                let weak = Gc::downgrade(&self.handle(reach, id));
+                let weak = self.with_node(reach, id, rng.gen_bool(plan.mix.clones), Gc::downgrade);
                 self.weaks.push((weak, id));
             }
             1 if !self.weaks.is_empty() => {
@@ -514,7 +652,7 @@ impl World {
 
     /// A ring of new nodes, maybe linked from and to existing ones; all its
     /// handles but at most one are dropped, so its members become candidates.
-    fn ring(&mut self, rng: &mut SmallRng, reach: &Reach) {
+    fn ring(&mut self, rng: &mut SmallRng, reach: &Reach, plan: &Plan) {
         let len = rng.gen_range(1..=6);
         let from = rng
             .gen_bool(0.4)
@@ -525,8 +663,8 @@ impl World {
             .then(|| self.pick_reachable(rng, reach))
             .flatten();
         let keep = rng.gen_bool(0.3).then(|| rng.gen_range(0..len));
-        let from_handle = from.map(|id| self.handle(reach, id));
-        let to_handle = to.map(|id| self.handle(reach, id));
+        let clones = rng.gen_bool(plan.mix.clones);
+        let to_handle = to.map(|id| self.handle(reach, id, clones));
         let members: Vec<Gc<Node>> = (0..len).map(|_| self.create()).collect();
         let first = members[0].id;
         self.record(Op::Ring {
@@ -541,8 +679,10 @@ impl World {
             member.edges.borrow_mut().push(next.clone());
             self.adj[member.id].push(next.id);
         }
-        if let (Some(id), Some(handle)) = (from, &from_handle) {
-            handle.edges.borrow_mut().push(members[0].clone());
+        if let Some(id) = from {
+            self.with_node(reach, id, clones, |handle| {
+                handle.edges.borrow_mut().push(members[0].clone())
+            });
             self.adj[id].push(first);
         }
         if let (Some(id), Some(handle)) = (to, to_handle) {
@@ -627,7 +767,11 @@ impl World {
             );
         }
         for (handle, id) in &self.roots {
-            assert_eq!(Gc::strong_count(handle), strong[*id], "strong count of {id}");
+            assert_eq!(
+                Gc::strong_count(handle),
+                strong[*id],
+                "strong count of {id}"
+            );
             assert_eq!(Gc::weak_count(handle), weak[*id], "weak count of {id}");
         }
         let stats = recycler::stats();
@@ -640,30 +784,16 @@ impl World {
     /// Builds a few nodes, makes every root a candidate and collects, so that
     /// everything reachable is promoted (under `Adaptive`).
     fn promote_first(&mut self, rng: &mut SmallRng, plan: &Plan) {
-        let mix = Mix {
+        let build = Mix {
             new: 3,
             link: 5,
-            unlink: 0,
             drop_root: 1,
             clone_root: 1,
-            weak: 0,
             ring: 1,
-            cross_link: 0,
-            buffer_roots: 0,
-            borrowed: 0,
-            collect: 0,
-            collect_minor: 0,
-            set_policy: 0,
+            ..Mix::none(plan.mix.clones)
         };
-        let build = Plan {
-            mix,
-            steps: rng.gen_range(4..16),
-            ..*plan
-        };
-        for _ in 0..build.steps {
-            self.step(rng, &build);
-            self.settle(false);
-        }
+        let steps = rng.gen_range(4..16);
+        self.phase(rng, plan, build, steps);
         self.record(Op::BufferRoots);
         for (root, _) in &self.roots {
             drop(root.clone());
@@ -690,6 +820,118 @@ impl World {
         }
     }
 
+    /// Runs `steps` operations drawn from `mix`.
+    fn phase(&mut self, rng: &mut SmallRng, plan: &Plan, mix: Mix, steps: usize) {
+        let phase = Plan { mix, ..*plan };
+        for _ in 0..steps {
+            self.step(rng, &phase);
+            self.settle(false);
+        }
+    }
+
+    /// After `promote_first`: cycles that span the generations without any
+    /// member waiting in a roots buffer, the case a minor collection cannot
+    /// judge (an edge from an old object counts as a reference from outside).
+    ///
+    /// New (young) nodes, held on the stack, point to old ones; the old ones
+    /// lose their stack handles, and a full collection finds them live
+    /// through the young ones (and takes them out of the buffer); then old
+    /// nodes come to point to young ones, reached by borrowing so that no
+    /// count changes on the old side; then the young nodes are dropped, with
+    /// minor collections in between. Random operations follow.
+    fn across_generations(&mut self, rng: &mut SmallRng, plan: &Plan) {
+        let clones = plan.mix.clones;
+        let old: Vec<usize> = self.reach().order;
+        if old.is_empty() {
+            return;
+        }
+        let first_young = self.created();
+        for _ in 0..rng.gen_range(1..=4) {
+            let reach = self.reach();
+            let young = self.create();
+            let id = young.id;
+            self.roots.push((young, id));
+            let target = old[rng.gen_range(0..old.len())];
+            if reach.reachable(target) {
+                let via = rng.gen_bool(clones);
+                self.record(Op::New { id });
+                self.record(Op::Link {
+                    from: id,
+                    to: target,
+                    clones: via,
+                });
+                let handle = self.handle(&reach, target, via);
+                self.roots.last().unwrap().0.edges.borrow_mut().push(handle);
+                self.adj[id].push(target);
+            }
+            self.settle(false);
+        }
+        // The old nodes lose their stack handles.
+        let mut slot = 0;
+        while slot < self.roots.len() {
+            let id = self.roots[slot].1;
+            if id < first_young {
+                self.record(Op::DropRoot { slot, id });
+                drop(self.roots.swap_remove(slot));
+                self.settle(false);
+            } else {
+                slot += 1;
+            }
+        }
+        self.record(Op::Collect);
+        self.collect_exact();
+        // Old nodes (reached from young ones) come to point to young ones.
+        for _ in 0..rng.gen_range(1..=4) {
+            let reach = self.reach();
+            let old_reachable: Vec<usize> = reach
+                .order
+                .iter()
+                .copied()
+                .filter(|&id| id < first_young)
+                .collect();
+            if old_reachable.is_empty() || self.roots.is_empty() {
+                break;
+            }
+            let from = old_reachable[rng.gen_range(0..old_reachable.len())];
+            let to = self.roots[rng.gen_range(0..self.roots.len())].1;
+            let via = rng.gen_bool(clones);
+            self.record(Op::Link {
+                from,
+                to,
+                clones: via,
+            });
+            let target = self.handle(&reach, to, via);
+            self.with_node(&reach, from, via, |node| {
+                node.edges.borrow_mut().push(target)
+            });
+            self.adj[from].push(to);
+            self.settle(false);
+        }
+        // The young nodes are dropped, with minor collections in between.
+        while !self.roots.is_empty() {
+            let slot = rng.gen_range(0..self.roots.len());
+            let id = self.roots[slot].1;
+            self.record(Op::DropRoot { slot, id });
+            drop(self.roots.swap_remove(slot));
+            self.settle(false);
+            if rng.gen_bool(0.5) {
+                self.record(Op::CollectMinor);
+                self.collect_minor();
+                self.settle(false);
+            }
+        }
+        if rng.gen_bool(0.8) {
+            self.record(Op::CollectMinor);
+            self.collect_minor();
+            self.settle(false);
+        }
+        // Something for the random steps to work on.
+        let node = self.create();
+        let id = node.id;
+        self.record(Op::New { id });
+        self.roots.push((node, id));
+    }
+
     fn run(&mut self, rng: &mut SmallRng, plan: &Plan) {
         recycler::set_policy(plan.policy);
         if let Some(config) = plan.adaptive {
@@ -697,6 +939,9 @@ impl World {
         }
         if plan.promote_first {
             self.promote_first(rng, plan);
+        }
+        if plan.across_generations {
+            self.across_generations(rng, plan);
         }
         for _ in 0..plan.steps {
             self.step(rng, plan);
@@ -754,8 +999,9 @@ fn mix_seed(mut z: u64) -> u64 {
 }
 
 fn family_seed(name: &str) -> u64 {
-    name.bytes()
-        .fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ b as u64).wrapping_mul(0x100_0000_01b3))
+    name.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
+    })
 }
 
 fn parse_seed(text: &str) -> u64 {
@@ -764,7 +1010,9 @@ fn parse_seed(text: &str) -> u64 {
         Some(hex) => u64::from_str_radix(hex, 16),
         None => text.parse(),
     };
-    parsed.unwrap_or_else(|_| panic!("RECYCLER_DIFF_SEED must be a u64 (decimal or 0x hex), got {text:?}"))
+    parsed.unwrap_or_else(|_| {
+        panic!("RECYCLER_DIFF_SEED must be a u64 (decimal or 0x hex), got {text:?}")
+    })
 }
 
 /// Runs one case on a fresh thread (fresh collector state); on failure,
@@ -797,7 +1045,9 @@ fn run_case(family: &Family, seed: u64) -> Coverage {
     .join();
     match result {
         Ok(coverage) => coverage,
-        Err(_) => panic!("differential case failed: family `{name}`, seed {seed:#018x} (see above)"),
+        Err(_) => {
+            panic!("differential case failed: family `{name}`, seed {seed:#018x} (see above)")
+        }
     }
 }
 
@@ -840,6 +1090,7 @@ fn adaptive_default() {
             steps: steps(rng, 20..150),
             max_nodes: max_nodes(rng, 4..60),
             promote_first: rng.gen_bool(0.3),
+            across_generations: false,
         },
     });
     if full_run(&coverage) {
@@ -866,6 +1117,7 @@ fn adaptive_eager() {
                 steps: steps(rng, 20..150),
                 max_nodes: max_nodes(rng, 4..60),
                 promote_first: rng.gen_bool(0.3),
+                across_generations: false,
             }
         },
     });
@@ -887,7 +1139,7 @@ fn cross_generation() {
             let mut mix = Mix::random(rng);
             mix.cross_link = rng.gen_range(4..10);
             mix.collect_minor = rng.gen_range(2..8);
-            mix.collect = rng.gen_range(0..2);
+            mix.collect = rng.gen_range(1..4);
             let config = rng
                 .gen_bool(0.5)
                 .then(|| AdaptiveConfig::default().min_roots(rng.gen_range(1..=16)));
@@ -898,6 +1150,7 @@ fn cross_generation() {
                 steps: steps(rng, 10..100),
                 max_nodes: max_nodes(rng, 8..60),
                 promote_first: true,
+                across_generations: true,
             }
         },
     });
@@ -927,6 +1180,7 @@ fn nim16() {
                 steps: steps(rng, 50..250),
                 max_nodes: max_nodes(rng, 100..400),
                 promote_first: rng.gen_bool(0.2),
+                across_generations: false,
             }
         },
     });
@@ -947,9 +1201,13 @@ fn manual() {
             steps: steps(rng, 20..150),
             max_nodes: max_nodes(rng, 4..60),
             promote_first: rng.gen_bool(0.2),
+            across_generations: false,
         },
     });
-    assert_eq!(coverage.automatic_collections, 0, "Manual never collects by itself");
+    assert_eq!(
+        coverage.automatic_collections, 0,
+        "Manual never collects by itself"
+    );
     if full_run(&coverage) {
         assert!(coverage.freed_by_collector > 0, "{coverage:?}");
     }
@@ -971,6 +1229,7 @@ fn policy_switches() {
                 steps: steps(rng, 20..150),
                 max_nodes: max_nodes(rng, 4..80),
                 promote_first: rng.gen_bool(0.5),
+                across_generations: false,
             }
         },
     });
