@@ -739,16 +739,16 @@ impl World {
         for &(_, id) in &self.roots {
             strong[id] += 1;
         }
-        for from in 0..n {
-            for &to in &self.adj[from] {
+        for edges in &self.adj {
+            for &to in edges {
                 strong[to] += 1;
             }
         }
-        for id in 0..n {
+        for (id, &count) in strong.iter().enumerate() {
             if self.dropped[id] {
                 assert!(!reach.reachable(id), "reachable node {id} was dropped");
             } else {
-                assert!(strong[id] > 0, "node {id} has no handle left but is alive");
+                assert!(count > 0, "node {id} has no handle left but is alive");
                 if exact {
                     assert!(
                         reach.reachable(id),

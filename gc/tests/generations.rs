@@ -29,9 +29,9 @@ fn a_cycle_across_generations_is_freed_after_a_minor_collection() {
     let weak = Gc::downgrade(&young);
 
     drop(young); // the cycle is garbage; only `young` is buffered
-    // The minor collection does not enter the old node, so the edge from it
-    // counts as a reference from outside: `young` looks live and is
-    // promoted. It must stay a candidate for the next full collection.
+                 // The minor collection does not enter the old node, so the edge from it
+                 // counts as a reference from outside: `young` looks live and is
+                 // promoted. It must stay a candidate for the next full collection.
     recycler::collect_minor();
     assert!(take_dropped().is_empty());
     recycler::collect();
