@@ -20,6 +20,13 @@
 //! In a minor collection old objects are not entered: an edge to an old
 //! object is ignored, and the old object's count keeps that edge as an
 //! external reference, which is always safe (it can only keep things alive).
+//! But an edge *from* an old object looks external too, so a minor collection
+//! cannot prove a young node live: the old object may belong to the same
+//! garbage cycle. Every node it keeps because of an outside reference (trial
+//! count above zero) is therefore handed back as *unproven*, to be buffered
+//! (as an old root, once promoted) for the next full collection, which enters
+//! everything. Without this, a garbage cycle across the generations whose
+//! only buffered member was young would leave every buffer and leak.
 //! Dead objects (values already dropped by an earlier collection) are leaves.
 
 use core::ptr::NonNull;
@@ -62,6 +69,10 @@ pub(crate) struct Verdict {
     /// Objects kept alive only because their trace was incomplete; they are
     /// buffered again so that a later collection looks at them once more.
     pub(crate) retry: Vec<NonNull<Header>>,
+    /// Minor collections only: live objects with references from outside
+    /// the graph, which may come from old members of a garbage cycle; they
+    /// are buffered again for the next full collection.
+    pub(crate) unproven: Vec<NonNull<Header>>,
 }
 
 /// Restores every node's header if a trace panics: clears `IN_GRAPH` and
@@ -116,7 +127,7 @@ impl Graph {
         // From here on no user code runs until the verdict is out.
         core::mem::forget(unmark);
         self.scan(consistent);
-        self.collect_white(promote)
+        self.collect_white(minor, promote)
     }
 
     fn add_node(&mut self, object: NonNull<Header>) -> usize {
@@ -208,10 +219,11 @@ impl Graph {
 
     /// Step 3: clears `IN_GRAPH` on every node, promotes the live ones if
     /// asked, and returns the garbage.
-    fn collect_white(&mut self, promote: bool) -> Verdict {
+    fn collect_white(&mut self, minor: bool, promote: bool) -> Verdict {
         let traced = self.nodes.len();
         let mut garbage = Vec::new();
         let mut retry = Vec::new();
+        let mut unproven = Vec::new();
         let mut promoted = 0;
         for node in self.nodes.drain(..) {
             // SAFETY: nodes are live.
@@ -221,9 +233,14 @@ impl Graph {
                 garbage.push(node.object);
             } else if node.opaque && node.trial == 0 {
                 retry.push(node.object);
-            } else if promote && !h.has(OLD) {
-                h.set_flag(OLD);
-                promoted += 1;
+            } else {
+                if promote && !h.has(OLD) {
+                    h.set_flag(OLD);
+                    promoted += 1;
+                }
+                if minor && node.trial > 0 {
+                    unproven.push(node.object);
+                }
             }
         }
         self.edges.clear();
@@ -232,6 +249,7 @@ impl Graph {
             garbage,
             promoted,
             retry,
+            unproven,
         }
     }
 }
