@@ -1064,7 +1064,7 @@ fn run_family(family: Family) -> Coverage {
         .and_then(|s| s.parse::<usize>().ok())
         .unwrap_or(1);
     let base = family_seed(family.name);
-    let cases = if MIRI { 3 } else { family.cases * scale };
+    let cases = if MIRI { 8 } else { family.cases * scale };
     for i in 0..cases {
         total += run_case(&family, mix_seed(base ^ i as u64));
     }
