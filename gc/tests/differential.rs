@@ -1082,7 +1082,7 @@ fn full_run(coverage: &Coverage) -> bool {
 fn adaptive_default() {
     let coverage = run_family(Family {
         name: "adaptive_default",
-        cases: 500,
+        cases: 1000,
         plan: |rng| Plan {
             policy: Policy::Adaptive,
             adaptive: None,
@@ -1104,7 +1104,7 @@ fn adaptive_eager() {
     // Tiny thresholds: automatic minor and full collections all the time.
     let coverage = run_family(Family {
         name: "adaptive_eager",
-        cases: 600,
+        cases: 1200,
         plan: |rng| {
             let fractions = [0.0, 0.25, 1.0, 4.0];
             let config = AdaptiveConfig::default()
@@ -1134,7 +1134,7 @@ fn cross_generation() {
     // dropped, with minor collections in between.
     let coverage = run_family(Family {
         name: "cross_generation",
-        cases: 500,
+        cases: 1200,
         plan: |rng| {
             let mut mix = Mix::random(rng);
             mix.cross_link = rng.gen_range(4..10);
@@ -1165,7 +1165,7 @@ fn nim16() {
     // triggers collections.
     let coverage = run_family(Family {
         name: "nim16",
-        cases: 300,
+        cases: 500,
         plan: |rng| {
             let mut mix = Mix::random(rng);
             mix.ring = rng.gen_range(4..12);
@@ -1193,7 +1193,7 @@ fn nim16() {
 fn manual() {
     let coverage = run_family(Family {
         name: "manual",
-        cases: 400,
+        cases: 800,
         plan: |rng| Plan {
             policy: Policy::Manual,
             adaptive: None,
@@ -1218,7 +1218,7 @@ fn policy_switches() {
     // The policy changes at random points, with old objects around.
     let coverage = run_family(Family {
         name: "policy_switches",
-        cases: 300,
+        cases: 800,
         plan: |rng| {
             let mut mix = Mix::random(rng);
             mix.set_policy = rng.gen_range(1..4);
