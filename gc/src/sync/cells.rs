@@ -26,93 +26,42 @@ macro_rules! trace_guard {
     }};
 }
 
-// SAFETY: the contents are read under the lock (or not at all, with
-// `keep_alive`), so the reported edges are exactly the handles it owns.
-unsafe impl<T: ?Sized + Trace> Trace for std::sync::Mutex<T> {
-    const MAY_CONTAIN_GC: bool = T::MAY_CONTAIN_GC;
-    fn trace(&self, tracer: &mut Tracer<'_>) {
-        if !T::MAY_CONTAIN_GC {
-            return;
+/// Implements `Trace` for a lock whose `try_*` returns a `TryLockResult`
+/// (`std`'s and loom's) or an `Option` (`parking_lot`'s).
+macro_rules! trace_lock {
+    ($kind:ident, $($seg:ident)::+, $method:ident, [$($bound:tt)*]) => {
+        // SAFETY: the contents are read under the lock (or not at all, with
+        // `keep_alive`), so the reported edges are exactly the handles the
+        // cell owns; a read lock excludes writers.
+        unsafe impl<T: $($bound)*> Trace for $($seg)::+<T> {
+            const MAY_CONTAIN_GC: bool = T::MAY_CONTAIN_GC;
+            fn trace(&self, tracer: &mut Tracer<'_>) {
+                if T::MAY_CONTAIN_GC {
+                    trace_lock!(@$kind tracer, self.$method());
+                }
+            }
         }
-        match self.try_lock() {
-            Ok(guard) => trace_guard!(tracer, guard),
-            Err(TryLockError::Poisoned(poisoned)) => trace_guard!(tracer, poisoned.into_inner()),
-            Err(TryLockError::WouldBlock) => tracer.keep_alive(),
+    };
+    (@result $tracer:ident, $attempt:expr) => {
+        match $attempt {
+            Ok(guard) => trace_guard!($tracer, guard),
+            Err(TryLockError::Poisoned(poisoned)) => trace_guard!($tracer, poisoned.into_inner()),
+            Err(TryLockError::WouldBlock) => $tracer.keep_alive(),
         }
-    }
+    };
+    (@option $tracer:ident, $attempt:expr) => {
+        match $attempt {
+            Some(guard) => trace_guard!($tracer, guard),
+            None => $tracer.keep_alive(),
+        }
+    };
 }
 
-// SAFETY: as for `Mutex`; a read lock excludes writers.
-unsafe impl<T: ?Sized + Trace> Trace for std::sync::RwLock<T> {
-    const MAY_CONTAIN_GC: bool = T::MAY_CONTAIN_GC;
-    fn trace(&self, tracer: &mut Tracer<'_>) {
-        if !T::MAY_CONTAIN_GC {
-            return;
-        }
-        match self.try_read() {
-            Ok(guard) => trace_guard!(tracer, guard),
-            Err(TryLockError::Poisoned(poisoned)) => trace_guard!(tracer, poisoned.into_inner()),
-            Err(TryLockError::WouldBlock) => tracer.keep_alive(),
-        }
-    }
-}
-
-// SAFETY: as for `std::sync::Mutex`.
-unsafe impl<T: ?Sized + Trace> Trace for parking_lot::Mutex<T> {
-    const MAY_CONTAIN_GC: bool = T::MAY_CONTAIN_GC;
-    fn trace(&self, tracer: &mut Tracer<'_>) {
-        if !T::MAY_CONTAIN_GC {
-            return;
-        }
-        match self.try_lock() {
-            Some(guard) => trace_guard!(tracer, guard),
-            None => tracer.keep_alive(),
-        }
-    }
-}
-
-// SAFETY: as for `std::sync::RwLock`.
-unsafe impl<T: ?Sized + Trace> Trace for parking_lot::RwLock<T> {
-    const MAY_CONTAIN_GC: bool = T::MAY_CONTAIN_GC;
-    fn trace(&self, tracer: &mut Tracer<'_>) {
-        if !T::MAY_CONTAIN_GC {
-            return;
-        }
-        match self.try_read() {
-            Some(guard) => trace_guard!(tracer, guard),
-            None => tracer.keep_alive(),
-        }
-    }
-}
-
-// SAFETY: as for `std::sync::Mutex`.
+trace_lock!(result, std::sync::Mutex, try_lock, [?Sized + Trace]);
+trace_lock!(result, std::sync::RwLock, try_read, [?Sized + Trace]);
+trace_lock!(option, parking_lot::Mutex, try_lock, [?Sized + Trace]);
+trace_lock!(option, parking_lot::RwLock, try_read, [?Sized + Trace]);
 #[cfg(loom)]
-unsafe impl<T: Trace> Trace for loom::sync::Mutex<T> {
-    const MAY_CONTAIN_GC: bool = T::MAY_CONTAIN_GC;
-    fn trace(&self, tracer: &mut Tracer<'_>) {
-        if !T::MAY_CONTAIN_GC {
-            return;
-        }
-        match self.try_lock() {
-            Ok(guard) => trace_guard!(tracer, guard),
-            Err(TryLockError::Poisoned(poisoned)) => trace_guard!(tracer, poisoned.into_inner()),
-            Err(TryLockError::WouldBlock) => tracer.keep_alive(),
-        }
-    }
-}
-
-// SAFETY: as for `std::sync::RwLock`.
+trace_lock!(result, loom::sync::Mutex, try_lock, [Trace]);
 #[cfg(loom)]
-unsafe impl<T: Trace> Trace for loom::sync::RwLock<T> {
-    const MAY_CONTAIN_GC: bool = T::MAY_CONTAIN_GC;
-    fn trace(&self, tracer: &mut Tracer<'_>) {
-        if !T::MAY_CONTAIN_GC {
-            return;
-        }
-        match self.try_read() {
-            Ok(guard) => trace_guard!(tracer, guard),
-            Err(TryLockError::Poisoned(poisoned)) => trace_guard!(tracer, poisoned.into_inner()),
-            Err(TryLockError::WouldBlock) => tracer.keep_alive(),
-        }
-    }
-}
+trace_lock!(result, loom::sync::RwLock, try_read, [Trace]);

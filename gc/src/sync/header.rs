@@ -453,6 +453,16 @@ impl Header {
         count(self.word.load(Acquire)) as usize
     }
 
+    /// Strong count for `Weak::strong_count`: 0 once doomed.
+    pub(crate) fn live_strong(&self) -> usize {
+        let w = self.word.load(Acquire);
+        if w & DOOMED != 0 {
+            0
+        } else {
+            count(w) as usize
+        }
+    }
+
     /// Weak handles, for `weak_count`.
     pub(crate) fn weak_handles(&self) -> usize {
         let w = self.word.load(Acquire);

@@ -144,6 +144,7 @@ mod gc;
 mod header;
 mod prim;
 pub mod rc;
+mod shared;
 mod state;
 
 pub use gc::{Gc, Weak};
