@@ -37,24 +37,31 @@ fn finish(book: &Book) {
     book.assert_all_dropped_once();
 }
 
+/// The common shape: `a <-> b` with `b` buffered (its only handle is in
+/// `a`'s cell); `mutator` gets the only outside handle, `a`, on a second
+/// thread while the main thread collects.
+fn pair_against_collector(mutator: fn(Gc<Node>)) {
+    model(move || {
+        set_policy(Policy::Manual);
+        let book = Book::new(2);
+        let (a, b) = pair(&book);
+        drop(b);
+        let t = thread::spawn(move || mutator(a));
+        collect();
+        t.join().unwrap();
+        finish(&book);
+    });
+}
+
 /// R1: the mutator trades its handle on `a` for one on `b` while the
 /// collector reads their counts at different times.
 #[test]
 fn count_tear() {
-    model(|| {
-        set_policy(Policy::Manual);
-        let book = Book::new(2);
-        let (a, b) = pair(&book);
-        drop(b); // b buffered; a is held by the mutator
-        let t = thread::spawn(move || {
-            let hb = a.edges.lock().unwrap()[0].clone();
-            drop(a);
-            hb.check();
-            hb.edges.lock().unwrap()[0].check();
-        });
-        collect();
-        t.join().unwrap();
-        finish(&book);
+    pair_against_collector(|a| {
+        let hb = a.edges.lock().unwrap()[0].clone();
+        drop(a);
+        hb.check();
+        hb.edges.lock().unwrap()[0].check();
     });
 }
 
@@ -62,20 +69,11 @@ fn count_tear() {
 /// its former owner is traced.
 #[test]
 fn move_through_mutex() {
-    model(|| {
-        set_policy(Policy::Manual);
-        let book = Book::new(2);
-        let (a, b) = pair(&book);
-        drop(b);
-        let t = thread::spawn(move || {
-            let hb = a.edges.lock().unwrap().pop().unwrap();
-            drop(a); // a is now only reachable through hb
-            hb.check();
-            hb.edges.lock().unwrap()[0].check();
-        });
-        collect();
-        t.join().unwrap();
-        finish(&book);
+    pair_against_collector(|a| {
+        let hb = a.edges.lock().unwrap().pop().unwrap();
+        drop(a); // a is now only reachable through hb
+        hb.check();
+        hb.edges.lock().unwrap()[0].check();
     });
 }
 
@@ -111,21 +109,12 @@ fn move_between_cells() {
 /// traces, so a re-trace sees the same edges as the first trace.
 #[test]
 fn move_out_and_back() {
-    model(|| {
-        set_policy(Policy::Manual);
-        let book = Book::new(2);
-        let (a, b) = pair(&book);
-        drop(b);
-        let t = thread::spawn(move || {
-            let hb = a.edges.lock().unwrap().pop().unwrap();
-            hb.check();
-            a.edges.lock().unwrap().push(hb);
-            a.check();
-            drop(a);
-        });
-        collect();
-        t.join().unwrap();
-        finish(&book);
+    pair_against_collector(|a| {
+        let hb = a.edges.lock().unwrap().pop().unwrap();
+        hb.check();
+        a.edges.lock().unwrap().push(hb);
+        a.check();
+        drop(a);
     });
 }
 
@@ -233,23 +222,14 @@ fn drop_to_zero_while_buffered() {
 /// collector traces and validates the cycle.
 #[test]
 fn cell_locked_across_collection() {
-    model(|| {
-        set_policy(Policy::Manual);
-        let book = Book::new(2);
-        let (a, b) = pair(&book);
-        drop(b);
-        let t = thread::spawn(move || {
-            {
-                let mut edges = a.edges.lock().unwrap();
-                let hb = edges.pop().unwrap();
-                hb.check();
-                edges.push(hb);
-            }
-            drop(a);
-        });
-        collect();
-        t.join().unwrap();
-        finish(&book);
+    pair_against_collector(|a| {
+        {
+            let mut edges = a.edges.lock().unwrap();
+            let hb = edges.pop().unwrap();
+            hb.check();
+            edges.push(hb);
+        }
+        drop(a);
     });
 }
 
@@ -386,20 +366,11 @@ fn get_mut_against_collector() {
 /// it, which may abort; a later collection must free it.
 #[test]
 fn abort_then_eventual_collection() {
-    model(|| {
-        set_policy(Policy::Manual);
-        let book = Book::new(2);
-        let (a, b) = pair(&book);
-        drop(b);
-        let t = thread::spawn(move || {
-            let c = a.clone();
-            drop(a);
-            c.check();
-            drop(c);
-        });
-        collect();
-        t.join().unwrap();
-        finish(&book);
+    pair_against_collector(|a| {
+        let c = a.clone();
+        drop(a);
+        c.check();
+        drop(c);
     });
 }
 
