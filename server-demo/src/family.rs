@@ -20,7 +20,11 @@ use std::ops::Deref;
 use recycler::{Trace, Tracer};
 
 /// A family of reference-counted pointers plus the cell used for mutable links.
-pub trait Family: Sized + 'static {
+///
+/// `Trace` is a supertrait only because `#[derive(Trace)]` bounds every type
+/// parameter of a node type by `Trace`; the markers are uninhabited and trace
+/// nothing.
+pub trait Family: Trace + Sized + 'static {
     /// The name printed in `/stats` and in the compare output.
     const NAME: &'static str;
 

@@ -27,10 +27,14 @@ const CATALOGUE_ITEMS: usize = 1_300;
 /// One JSON value. Nim: `JsonNodeObj` (a `ref object` with a kind tag).
 #[derive(Trace)]
 pub struct JsonNode<F: Family> {
-    /// The value; containers own their children.
-    pub value: JsonValue<F>,
+    // Field order matters: the last field decides whether the struct is
+    // sized, and if it were this cell the compiler would have to normalise
+    // `F::Cell<.. JsonNode<F> ..>` to answer, which needs `JsonNode<F>` to be
+    // sized first (E0275). An enum last is sized without looking inside.
     /// The enclosing array or object, set once the parent exists.
     pub parent: F::Cell<Option<F::P<JsonNode<F>>>>,
+    /// The value; containers own their children.
+    pub value: JsonValue<F>,
 }
 
 /// The payload of a [`JsonNode`]. Nim: the `case kind: JsonNodeKind` part.
@@ -75,12 +79,12 @@ impl Builder {
     }
 
     fn string<F: Family>(&mut self, s: impl Into<String>) -> F::P<JsonNode<F>> {
-        self.leaf(JsonValue::Str(s.into()))
+        self.leaf::<F>(JsonValue::Str(s.into()))
     }
 
     /// Allocates a container over `children` and links them back to it.
     fn array<F: Family>(&mut self, children: Vec<F::P<JsonNode<F>>>) -> F::P<JsonNode<F>> {
-        let node = self.leaf(JsonValue::Array(children));
+        let node = self.leaf::<F>(JsonValue::Array(children));
         if let JsonValue::Array(children) = &node.value {
             for child in children {
                 F::write(&child.parent, |p| *p = Some(node.clone()));
@@ -91,7 +95,7 @@ impl Builder {
 
     fn object<F: Family>(&mut self, fields: Vec<(&str, F::P<JsonNode<F>>)>) -> F::P<JsonNode<F>> {
         let fields = fields.into_iter().map(|(k, v)| (k.to_owned(), v)).collect();
-        let node = self.leaf(JsonValue::Object(fields));
+        let node = self.leaf::<F>(JsonValue::Object(fields));
         if let JsonValue::Object(fields) = &node.value {
             for (_, child) in fields {
                 F::write(&child.parent, |p| *p = Some(node.clone()));
