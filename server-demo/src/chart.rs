@@ -65,9 +65,9 @@ pub fn draw(results: &Results, path: &Path) -> anyhow::Result<()> {
                 ))
                 .map_err(|e| err(&e))?;
             if !labelled {
-                series
-                    .label(mode.name())
-                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)));
+                series.label(mode.name()).legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2))
+                });
                 labelled = true;
             }
         }

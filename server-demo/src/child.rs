@@ -38,11 +38,19 @@ impl ServerChild {
         let exe = std::env::current_exe().context("cannot find the server-demo executable")?;
         let parent = crate::sys::pid();
         let mut cmd = Command::new(exe);
-        cmd.args(["serve", "--mm", mode.name(), "--port", "0", "--host", "127.0.0.1"])
-            .args(["--threads", &threads.to_string()])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
+        cmd.args([
+            "serve",
+            "--mm",
+            mode.name(),
+            "--port",
+            "0",
+            "--host",
+            "127.0.0.1",
+        ])
+        .args(["--threads", &threads.to_string()])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
         // SAFETY: the closure runs in the forked child before exec and only
         // calls `prctl` and `getppid`, which are async-signal-safe; it
         // allocates nothing on success (the error path builds an `io::Error`
@@ -74,7 +82,10 @@ impl ServerChild {
             Some(addr) => me.addr = addr,
             None => {
                 let status = me.stop();
-                bail!("the server child did not start (status {status:?}): {}", me.take_stderr().trim());
+                bail!(
+                    "the server child did not start (status {status:?}): {}",
+                    me.take_stderr().trim()
+                );
             }
         }
         Ok(me)
@@ -135,7 +146,9 @@ fn parse_listening(line: &str) -> Option<SocketAddr> {
 
 /// On Ctrl-C or SIGTERM: terminate the current child, then exit with 130.
 pub fn install_interrupt_handler() -> anyhow::Result<()> {
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
     // Register the handlers now, so a signal that arrives before the thread
     // runs is not lost.
     let mut sigterm = runtime.block_on(async {

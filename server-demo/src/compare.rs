@@ -32,7 +32,12 @@ const MIB: f64 = 1024.0 * 1024.0;
 #[derive(Args, Debug, Clone)]
 pub struct CompareArgs {
     /// Modes to compare, comma-separated.
-    #[arg(long, value_enum, value_delimiter = ',', default_value = "arc,orc-nim16,orc")]
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "arc,orc-nim16,orc"
+    )]
     pub modes: Vec<Mode>,
     /// Server worker threads.
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..=1024))]
@@ -288,7 +293,11 @@ fn run_one(mode: Mode, round: u32, args: &CompareArgs) -> anyhow::Result<Run> {
     let growth = slope(&measured) * 60.0;
     let cpu = stats_after.cpu_s - stats_before.cpu_s;
     let pause = stats_after.total.total_pause_s - stats_before.total.total_pause_s;
-    let collector_share = if cpu > 0.0 { (pause / cpu).clamp(0.0, 1.0) } else { 0.0 };
+    let collector_share = if cpu > 0.0 {
+        (pause / cpu).clamp(0.0, 1.0)
+    } else {
+        0.0
+    };
     Ok(Run {
         mode,
         round,
@@ -349,10 +358,18 @@ fn summarize(modes: &[Mode], runs: &[Run]) -> Vec<Summary> {
                 rss_growth_mib_per_min: med(&|r| r.rss_growth_mib_per_min),
                 live_at_end: med(&|r| r.stats_after.total.live as f64) as u64,
                 freed_by_collector: med(&|r| {
-                    r.stats_after.total.freed_by_collector.saturating_sub(r.stats_before.total.freed_by_collector) as f64
+                    r.stats_after
+                        .total
+                        .freed_by_collector
+                        .saturating_sub(r.stats_before.total.freed_by_collector)
+                        as f64
                 }) as u64,
                 collections: med(&|r| {
-                    r.stats_after.total.collections().saturating_sub(r.stats_before.total.collections()) as f64
+                    r.stats_after
+                        .total
+                        .collections()
+                        .saturating_sub(r.stats_before.total.collections())
+                        as f64
                 }) as u64,
                 collector_share: med(&|r| r.collector_share),
                 errors: rs.iter().map(|r| r.load.errors).sum(),
@@ -400,7 +417,9 @@ pub fn render_table(summary: &[Summary], machine: &Machine, args: &CompareArgs) 
     let errors: u64 = summary.iter().map(|s| s.errors).sum();
     let non_2xx: u64 = summary.iter().map(|s| s.non_2xx).sum();
     if errors + non_2xx > 0 {
-        out.push_str(&format!("\nwarning: {errors} connection errors and {non_2xx} non-2xx responses in total\n"));
+        out.push_str(&format!(
+            "\nwarning: {errors} connection errors and {non_2xx} non-2xx responses in total\n"
+        ));
     }
     out
 }
@@ -419,10 +438,17 @@ pub fn http_get(addr: SocketAddr, path: &str) -> anyhow::Result<(u16, String)> {
     let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(5))
         .with_context(|| format!("connect {addr}"))?;
     stream.set_read_timeout(Some(Duration::from_secs(10)))?;
-    write!(stream, "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n")?;
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )?;
     let mut text = String::new();
-    stream.read_to_string(&mut text).context("reading the response")?;
-    let (head, body) = text.split_once("\r\n\r\n").context("response has no header end")?;
+    stream
+        .read_to_string(&mut text)
+        .context("reading the response")?;
+    let (head, body) = text
+        .split_once("\r\n\r\n")
+        .context("response has no header end")?;
     let status = head
         .split_whitespace()
         .nth(1)

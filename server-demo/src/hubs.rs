@@ -16,7 +16,7 @@ use recycler::Trace;
 
 use crate::family::Family;
 use crate::graph::{Callback, Future};
-use crate::jsondoc::{build_document, JsonNode};
+use crate::jsondoc::{build_document, JsonNode, MIN_NODES};
 
 /// Nim: `PDispatcher` (asyncdispatch), the per-thread event loop object.
 #[derive(Trace)]
@@ -114,6 +114,7 @@ impl<F: Family> Hubs<F> {
     /// Builds the dispatcher and the application (routes and document).
     pub fn new() -> Self {
         let doc = build_document::<F>();
+        debug_assert!(doc.nodes >= MIN_NODES);
         let mut routes = HashMap::new();
         routes.insert(
             "/".to_owned(),

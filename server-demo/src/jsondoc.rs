@@ -209,3 +209,64 @@ pub fn render<F: Family>(node: &JsonNode<F>, out: &mut String) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::family::{GcFamily, RcFamily};
+
+    fn check<F: Family>() {
+        let doc = build_document::<F>();
+        assert!(doc.nodes >= MIN_NODES, "{} nodes", doc.nodes);
+        let mut hello = String::new();
+        render(&doc.hello, &mut hello);
+        assert_eq!(hello, r#"{"message":"Hello, World!"}"#);
+
+        let mut all = String::new();
+        render(&doc.root, &mut all);
+        let parsed: serde_json::Value = serde_json::from_str(&all).expect("valid JSON");
+        let items = parsed["catalogue"]["items"].as_array().unwrap();
+        assert_eq!(items.len(), CATALOGUE_ITEMS);
+        assert_eq!(items[5]["name"], "item 5");
+        assert_eq!(items[5]["tags"][1], "u5");
+
+        // Every child links back to its container; the root has no parent.
+        assert!(F::read(&doc.root.parent, |p| p.is_none()));
+        let mut stack = vec![doc.root.clone()];
+        let mut seen = 0;
+        while let Some(node) = stack.pop() {
+            seen += 1;
+            let children: Vec<F::P<JsonNode<F>>> = match &node.value {
+                JsonValue::Array(c) => c.clone(),
+                JsonValue::Object(f) => f.iter().map(|(_, v)| v.clone()).collect(),
+                _ => Vec::new(),
+            };
+            for child in children {
+                assert!(F::read(&child.parent, |p| p
+                    .as_ref()
+                    .is_some_and(|p| F::ptr_eq(p, &node))));
+                stack.push(child);
+            }
+        }
+        assert_eq!(seen, doc.nodes);
+    }
+
+    #[test]
+    fn document_shape_rc() {
+        check::<RcFamily>();
+    }
+
+    #[test]
+    fn document_shape_gc() {
+        check::<GcFamily>();
+    }
+
+    #[test]
+    fn strings_are_escaped() {
+        let mut out = String::new();
+        write_string(&mut out, "a\"b\\c\nd\u{1}");
+        assert_eq!(out, r#""a\"b\\c\nd\u0001""#);
+        let parsed: String = serde_json::from_str(&out).unwrap();
+        assert_eq!(parsed, "a\"b\\c\nd\u{1}");
+    }
+}

@@ -50,7 +50,10 @@ pub fn bind(host: IpAddr, port: u16, count: usize) -> anyhow::Result<Vec<TcpList
         let s = socket(addr, true).map_err(|e| in_use(e, addr))?;
         s.listen(BACKLOG).map_err(|e| in_use(e, addr))?;
         if addr.port() == 0 {
-            let local = s.local_addr()?.as_socket().context("listener has no IP address")?;
+            let local = s
+                .local_addr()?
+                .as_socket()
+                .context("listener has no IP address")?;
             addr.set_port(local.port());
         }
         listeners.push(TcpListener::from(s));

@@ -54,13 +54,17 @@ pub struct Target {
 impl Target {
     /// Parses and resolves an `http://` URL.
     pub fn parse(url: &str) -> anyhow::Result<Self> {
-        let uri: Uri = url.parse().with_context(|| format!("invalid URL {url:?}"))?;
+        let uri: Uri = url
+            .parse()
+            .with_context(|| format!("invalid URL {url:?}"))?;
         match uri.scheme_str() {
             Some("http") => {}
             Some(other) => bail!("unsupported scheme {other:?} in {url:?} (only http)"),
             None => bail!("URL {url:?} has no scheme (expected http://host:port/path)"),
         }
-        let host = uri.host().with_context(|| format!("URL {url:?} has no host"))?;
+        let host = uri
+            .host()
+            .with_context(|| format!("URL {url:?} has no host"))?;
         let port = uri.port_u16().unwrap_or(80);
         let addr = (host.trim_matches(['[', ']']), port)
             .to_socket_addrs()
@@ -110,7 +114,11 @@ pub struct LoadReport {
 impl LoadReport {
     /// Responses with a 2xx status.
     pub fn ok(&self) -> u64 {
-        self.status.iter().filter(|(s, _)| (200..300).contains(*s)).map(|(_, n)| n).sum()
+        self.status
+            .iter()
+            .filter(|(s, _)| (200..300).contains(*s))
+            .map(|(_, n)| n)
+            .sum()
     }
 
     /// A bombardier-like text report.
@@ -166,7 +174,8 @@ impl Tally {
     fn new() -> Self {
         Tally {
             // 1 µs .. 10 min, 3 significant digits.
-            histogram: Histogram::new_with_bounds(1, 600_000_000, 3).expect("valid histogram bounds"),
+            histogram: Histogram::new_with_bounds(1, 600_000_000, 3)
+                .expect("valid histogram bounds"),
             status: BTreeMap::new(),
             errors: 0,
             error_samples: Vec::new(),
@@ -200,14 +209,20 @@ pub fn run(args: &LoadArgs) -> anyhow::Result<()> {
 }
 
 /// Loads `target` and returns the report (blocks for `duration`).
-pub fn load(target: &Target, connections: u32, threads: u16, duration: Duration) -> anyhow::Result<LoadReport> {
+pub fn load(
+    target: &Target,
+    connections: u32,
+    threads: u16,
+    duration: Duration,
+) -> anyhow::Result<LoadReport> {
     let threads = threads.clamp(1, u16::try_from(connections).unwrap_or(u16::MAX));
     let start = Instant::now();
     let deadline = start + duration;
     let mut handles = Vec::new();
     for t in 0..threads {
         // Spread the connections as evenly as possible.
-        let mine = connections / u32::from(threads) + u32::from(u32::from(t) < connections % u32::from(threads));
+        let mine = connections / u32::from(threads)
+            + u32::from(u32::from(t) < connections % u32::from(threads));
         let target = target.clone();
         handles.push(
             std::thread::Builder::new()
@@ -218,8 +233,13 @@ pub fn load(target: &Target, connections: u32, threads: u16, duration: Duration)
     }
     let mut total = Tally::new();
     for h in handles {
-        let tally = h.join().map_err(|_| anyhow::anyhow!("a load thread panicked"))??;
-        total.histogram.add(&tally.histogram).context("merging histograms")?;
+        let tally = h
+            .join()
+            .map_err(|_| anyhow::anyhow!("a load thread panicked"))??;
+        total
+            .histogram
+            .add(&tally.histogram)
+            .context("merging histograms")?;
         for (s, n) in tally.status {
             *total.status.entry(s).or_default() += n;
         }
@@ -231,7 +251,10 @@ pub fn load(target: &Target, connections: u32, threads: u16, duration: Duration)
             }
         }
     }
-    let elapsed = deadline.saturating_duration_since(start).as_secs_f64().max(1e-9);
+    let elapsed = deadline
+        .saturating_duration_since(start)
+        .as_secs_f64()
+        .max(1e-9);
     let h = &total.histogram;
     let ms = |us: u64| us as f64 / 1000.0;
     Ok(LoadReport {
@@ -252,21 +275,29 @@ pub fn load(target: &Target, connections: u32, threads: u16, duration: Duration)
 }
 
 fn load_thread(target: Target, connections: u32, deadline: Instant) -> anyhow::Result<Tally> {
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
     let local = tokio::task::LocalSet::new();
     let tally = Rc::new(RefCell::new(Tally::new()));
     let target = Rc::new(target);
     local.block_on(&runtime, async {
         let mut tasks = Vec::new();
         for _ in 0..connections {
-            tasks.push(tokio::task::spawn_local(connection(target.clone(), tally.clone(), deadline)));
+            tasks.push(tokio::task::spawn_local(connection(
+                target.clone(),
+                tally.clone(),
+                deadline,
+            )));
         }
         for t in tasks {
             let _ = t.await;
         }
     });
     drop(local);
-    Ok(Rc::try_unwrap(tally).map_err(|_| anyhow::anyhow!("tally still shared"))?.into_inner())
+    Ok(Rc::try_unwrap(tally)
+        .map_err(|_| anyhow::anyhow!("tally still shared"))?
+        .into_inner())
 }
 
 /// One closed-loop connection, reopened after errors, until `deadline`.
@@ -291,7 +322,8 @@ async fn session(target: &Target, tally: &RefCell<Tally>) -> anyhow::Result<()> 
         .await
         .with_context(|| format!("connect {}", target.addr))?;
     stream.set_nodelay(true)?;
-    let (mut sender, conn) = hyper::client::conn::http1::handshake::<_, Empty<Bytes>>(TokioIo::new(stream)).await?;
+    let (mut sender, conn) =
+        hyper::client::conn::http1::handshake::<_, Empty<Bytes>>(TokioIo::new(stream)).await?;
     tokio::task::spawn_local(async move {
         let _ = conn.await;
     });
@@ -304,7 +336,9 @@ async fn session(target: &Target, tally: &RefCell<Tally>) -> anyhow::Result<()> 
         let response = sender.send_request(request).await?;
         let status = response.status().as_u16();
         let body = response.into_body().collect().await?.to_bytes();
-        let micros = u64::try_from(sent.elapsed().as_micros()).unwrap_or(u64::MAX).max(1);
+        let micros = u64::try_from(sent.elapsed().as_micros())
+            .unwrap_or(u64::MAX)
+            .max(1);
         let mut t = tally.borrow_mut();
         t.histogram.saturating_record(micros);
         *t.status.entry(status).or_default() += 1;

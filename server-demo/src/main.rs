@@ -50,8 +50,37 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
     humantime::parse_duration(s).map_err(|e| format!("{e} (examples: 10s, 500ms, 1m)"))
 }
 
+/// Parses the command line; on an error prints the message and, when clap's
+/// message lacks one, the usage of the subcommand that was named.
+fn parse_cli() -> Cli {
+    use clap::CommandFactory;
+    let e = match Cli::try_parse() {
+        Ok(cli) => return cli,
+        Err(e) => e,
+    };
+    let rendered = e.render().to_string();
+    if !e.use_stderr() || rendered.contains("Usage:") {
+        e.exit();
+    }
+    let mut cmd = Cli::command();
+    cmd.build();
+    let sub = std::env::args().nth(1).unwrap_or_default();
+    let usage = match cmd.find_subcommand_mut(&sub) {
+        Some(sub) => sub.render_usage(),
+        None => cmd.render_usage(),
+    };
+    eprint!(
+        "{}",
+        rendered
+            .trim_end_matches("For more information, try '--help'.\n")
+            .trim_end()
+    );
+    eprintln!("\n\n{usage}\n\nFor more information, try '--help'.");
+    std::process::exit(2);
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = parse_cli();
     let result = match &cli.command {
         Command::Serve(args) => server::run(args),
         Command::Load(args) => load::run(args),

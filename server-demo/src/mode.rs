@@ -19,9 +19,6 @@ pub enum Mode {
 }
 
 impl Mode {
-    /// All modes, in the order `compare` runs them.
-    pub const ALL: [Mode; 3] = [Mode::Arc, Mode::OrcNim16, Mode::Orc];
-
     /// The command-line name.
     pub fn name(self) -> &'static str {
         match self {

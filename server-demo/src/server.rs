@@ -101,7 +101,9 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
     use std::io::Write as _;
     std::io::stdout().flush()?;
 
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
     let first_exit = runtime.block_on(async {
         let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
             .context("cannot install the SIGTERM handler")?;
@@ -147,14 +149,20 @@ fn run_worker(
     shared: Arc<Shared>,
     shutdown: watch::Receiver<bool>,
 ) -> anyhow::Result<()> {
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
     let local = tokio::task::LocalSet::new();
     shared.mode.apply_policy();
     match shared.mode {
-        Mode::Arc => local.block_on(&runtime, serve::<RcFamily>(index, listener, inbox, shared, shutdown)),
-        Mode::OrcNim16 | Mode::Orc => {
-            local.block_on(&runtime, serve::<GcFamily>(index, listener, inbox, shared, shutdown))
-        }
+        Mode::Arc => local.block_on(
+            &runtime,
+            serve::<RcFamily>(index, listener, inbox, shared, shutdown),
+        ),
+        Mode::OrcNim16 | Mode::Orc => local.block_on(
+            &runtime,
+            serve::<GcFamily>(index, listener, inbox, shared, shutdown),
+        ),
     }
 }
 
@@ -168,7 +176,11 @@ struct Worker<F: Family> {
 
 impl<F: Family> Worker<F> {
     fn thread_stats(&self) -> ThreadStats {
-        ThreadStats::current(self.index, self.requests.get(), self.hubs.in_flight() as u64)
+        ThreadStats::current(
+            self.index,
+            self.requests.get(),
+            self.hubs.in_flight() as u64,
+        )
     }
 }
 
@@ -248,8 +260,8 @@ async fn respond<F: Family>(
         reply.body
     };
     let mut response = hyper::Response::new(Full::new(Bytes::from(body)));
-    *response.status_mut() =
-        hyper::StatusCode::from_u16(reply.status).unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
+    *response.status_mut() = hyper::StatusCode::from_u16(reply.status)
+        .unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
     response
         .headers_mut()
         .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));

@@ -119,7 +119,10 @@ pub type StatsQuery = oneshot::Sender<ThreadStats>;
 
 /// Asks every worker for its statistics; a worker that does not answer
 /// within `timeout` (it is shutting down) is left out.
-pub async fn gather(peers: &[mpsc::UnboundedSender<StatsQuery>], timeout: Duration) -> Vec<ThreadStats> {
+pub async fn gather(
+    peers: &[mpsc::UnboundedSender<StatsQuery>],
+    timeout: Duration,
+) -> Vec<ThreadStats> {
     let mut answers = Vec::with_capacity(peers.len());
     for peer in peers {
         let (tx, rx) = oneshot::channel();

@@ -30,7 +30,15 @@ pub fn process_cpu_time() -> io::Result<Duration> {
 pub fn die_with_parent(parent: libc::pid_t) -> io::Result<()> {
     // SAFETY: `prctl(PR_SET_PDEATHSIG, sig)` only sets a flag on the calling
     // process; the extra arguments are ignored and passed as zero.
-    let rc = unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM as libc::c_ulong, 0, 0, 0) };
+    let rc = unsafe {
+        libc::prctl(
+            libc::PR_SET_PDEATHSIG,
+            libc::SIGTERM as libc::c_ulong,
+            0,
+            0,
+            0,
+        )
+    };
     if rc != 0 {
         return Err(io::Error::last_os_error());
     }
