@@ -72,7 +72,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
         inboxes.push(rx);
     }
     let shared = Arc::new(Shared {
-        mode: args.mode(),
+        mode: args.mm,
         started: Instant::now(),
         peers,
     });
@@ -133,12 +133,6 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
         }
     }
     result
-}
-
-impl ServeArgs {
-    fn mode(&self) -> Mode {
-        self.mm
-    }
 }
 
 /// One worker thread: sets the collection policy, builds the hubs, serves.
