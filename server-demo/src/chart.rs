@@ -1,5 +1,6 @@
-//! The compare chart: RSS over time for every run (one colour per mode) and
-//! the median req/s per mode as bars, side by side in one SVG.
+//! The compare chart: RSS over time for every run (one colour per mode, log
+//! scale, since a leaking mode grows a hundredfold) and the median req/s per
+//! mode as bars, side by side in one SVG.
 
 use std::path::Path;
 
@@ -36,22 +37,27 @@ pub fn draw(results: &Results, path: &Path) -> anyhow::Result<()> {
         .iter()
         .flat_map(|r| r.rss.iter().map(|p| p.0))
         .fold(results.config.duration_s, f64::max);
-    let rss_max = results
-        .runs
-        .iter()
-        .flat_map(|r| r.rss.iter().map(|p| p.1 as f64 / MIB))
-        .fold(1.0f64, f64::max);
+    let rss_mib = || {
+        results
+            .runs
+            .iter()
+            .flat_map(|r| r.rss.iter().map(|p| p.1 as f64 / MIB))
+    };
+    let rss_max = rss_mib().fold(1.0f64, f64::max);
+    let rss_min = rss_mib().fold(rss_max, f64::min).max(0.5);
     let mut chart = ChartBuilder::on(&left)
-        .caption("Server RSS during each run", ("sans-serif", 20))
+        .caption("Server RSS during each run (log scale)", ("sans-serif", 20))
         .margin(12)
         .x_label_area_size(40)
         .y_label_area_size(60)
-        .build_cartesian_2d(t_min..t_max, 0.0..rss_max * 1.1)
+        .build_cartesian_2d(t_min..t_max, (rss_min * 0.8..rss_max * 1.25).log_scale())
         .map_err(|e| err(&e))?;
     chart
         .configure_mesh()
         .x_desc("seconds since the measured load started (negative: warm-up)")
         .y_desc("RSS (MiB)")
+        .max_light_lines(1)
+        .y_label_formatter(&|v| format!("{v:.0}"))
         .draw()
         .map_err(|e| err(&e))?;
     for &mode in &results.config.modes {
@@ -102,6 +108,7 @@ pub fn draw(results: &Results, path: &Path) -> anyhow::Result<()> {
             }
         })
         .y_desc("req/s")
+        .y_label_formatter(&|v| format!("{v:.0}"))
         .draw()
         .map_err(|e| err(&e))?;
     bars.draw_series(results.summary.iter().enumerate().map(|(i, s)| {
