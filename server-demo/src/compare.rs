@@ -84,6 +84,10 @@ pub struct Run {
     pub stats_after: ServerStats,
     /// Time in the collector over server CPU time, during the measured load.
     pub collector_share: f64,
+    /// Server CPU time (user + system) per request answered, during the
+    /// measured load, in µs. Less sensitive than req/s to other jobs on the
+    /// machine taking CPU away.
+    pub server_cpu_us_per_request: f64,
 }
 
 /// The per-mode summary (medians over rounds).
@@ -111,6 +115,8 @@ pub struct Summary {
     pub collections: u64,
     /// Median share of server CPU time spent in the collector.
     pub collector_share: f64,
+    /// Median server CPU time per request, µs.
+    pub server_cpu_us_per_request: f64,
     /// Errors over all runs.
     pub errors: u64,
     /// Non-2xx responses over all runs.
@@ -191,12 +197,13 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<()> {
             eprint!("[round {round}/{}] {mode:<9} ", args.repeat);
             let run = run_one(mode, round, args)?;
             eprintln!(
-                "{:>9.0} req/s  p99 {:>7.2} ms  peak RSS {:>7.1} MiB  growth {:>7.1} MiB/min  collector {:>5.1}%",
+                "{:>9.0} req/s  p99 {:>7.2} ms  peak RSS {:>7.1} MiB  growth {:>7.1} MiB/min  collector {:>5.1}%  {:>5.2} µs CPU/req",
                 run.load.rps,
                 run.load.latency_p99_ms,
                 run.peak_rss_bytes as f64 / MIB,
                 run.rss_growth_mib_per_min,
-                run.collector_share * 100.0
+                run.collector_share * 100.0,
+                run.server_cpu_us_per_request
             );
             runs.push(run);
         }
@@ -298,6 +305,15 @@ fn run_one(mode: Mode, round: u32, args: &CompareArgs) -> anyhow::Result<Run> {
     } else {
         0.0
     };
+    let answered = stats_after
+        .total
+        .requests
+        .saturating_sub(stats_before.total.requests);
+    let server_cpu_us_per_request = if answered > 0 {
+        cpu * 1e6 / answered as f64
+    } else {
+        0.0
+    };
     Ok(Run {
         mode,
         round,
@@ -308,6 +324,7 @@ fn run_one(mode: Mode, round: u32, args: &CompareArgs) -> anyhow::Result<Run> {
         stats_before,
         stats_after,
         collector_share,
+        server_cpu_us_per_request,
     })
 }
 
@@ -372,6 +389,7 @@ fn summarize(modes: &[Mode], runs: &[Run]) -> Vec<Summary> {
                         as f64
                 }) as u64,
                 collector_share: med(&|r| r.collector_share),
+                server_cpu_us_per_request: med(&|r| r.server_cpu_us_per_request),
                 errors: rs.iter().map(|r| r.load.errors).sum(),
                 non_2xx: rs.iter().map(|r| r.load.requests - r.load.ok()).sum(),
             }
@@ -396,11 +414,11 @@ pub fn render_table(summary: &[Summary], machine: &Machine, args: &CompareArgs) 
         args.duration,
         args.repeat
     );
-    out.push_str("| mode | req/s | vs arc | latency avg | latency p99 | peak RSS | RSS growth | live at end | freed by collector | collections | collector time |\n");
-    out.push_str("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    out.push_str("| mode | req/s | vs arc | latency avg | latency p99 | peak RSS | RSS growth | live at end | freed by collector | collections | collector time | server CPU/request |\n");
+    out.push_str("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for s in summary {
         out.push_str(&format!(
-            "| {} | {:.0} | {} | {:.2} ms | {:.2} ms | {:.1} MiB | {:+.1} MiB/min | {} | {} | {} | {:.1} % |\n",
+            "| {} | {:.0} | {} | {:.2} ms | {:.2} ms | {:.1} MiB | {:+.1} MiB/min | {} | {} | {} | {:.1} % | {:.2} µs |\n",
             s.mode,
             s.rps,
             s.ratio_to_arc.map_or("–".to_owned(), |r| format!("{r:.2}×")),
@@ -411,7 +429,8 @@ pub fn render_table(summary: &[Summary], machine: &Machine, args: &CompareArgs) 
             s.live_at_end,
             s.freed_by_collector,
             s.collections,
-            s.collector_share * 100.0
+            s.collector_share * 100.0,
+            s.server_cpu_us_per_request
         ));
     }
     let errors: u64 = summary.iter().map(|s| s.errors).sum();
