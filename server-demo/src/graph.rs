@@ -19,7 +19,7 @@
 //! That is 9 + 2·L objects (13 to 25 for ordinary clients). The links:
 //! a future's callback list holds callbacks whose environment points back to
 //! the future (future → callback → env → future); request ↔ context,
-//! response ↔ context and response → request; the context points to both
+//! response ↔ context and request ↔ response; the context points to both
 //! per-thread hubs ([`crate::hubs`]); the dispatcher holds the request's
 //! future while it is in flight, and a temporary handle to the dispatcher is
 //! taken and dropped for every `callSoon` and every poll, as Nim's
@@ -103,6 +103,9 @@ pub struct Request<F: Family> {
     pub headers: F::P<Headers>,
     /// Back-link to the handler's context, set once the context exists.
     pub context: F::Cell<Option<F::P<Context<F>>>>,
+    /// The response answering it, once built (Nim's `respond` is called on
+    /// the request).
+    pub response: F::Cell<Option<F::P<Response<F>>>>,
 }
 
 /// The response being written.
@@ -229,6 +232,7 @@ pub fn handle<'h, F: Family>(
         path: path.to_owned(),
         headers: F::alloc(Headers { fields }),
         context: F::cell(None),
+        response: F::cell(None),
     });
 
     // `processRequest` starts: its future, its iterator environment, and the
@@ -302,6 +306,7 @@ pub fn handle<'h, F: Family>(
         context: context.clone(),
     });
     F::write(&context.response, |r| *r = Some(response.clone()));
+    F::write(&request.response, |r| *r = Some(response.clone()));
 
     // `await req.respond(...)`: the send future and its continuation, which
     // completes `processRequest`, whose caller then deregisters it.
