@@ -143,6 +143,12 @@ impl Header {
         self.meta.set((slot << FLAG_BITS) | self.flags())
     }
 
+    /// Sets the slot and a flag in one write.
+    #[inline]
+    pub(crate) fn set_slot_and_flag(&self, slot: usize, flag: usize) {
+        self.meta.set((slot << FLAG_BITS) | self.flags() | flag)
+    }
+
     /// Whether the value is still there (not dropped by the collector).
     #[inline]
     pub(crate) fn is_alive(&self) -> bool {
