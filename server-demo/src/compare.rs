@@ -57,7 +57,7 @@ pub struct CompareArgs {
     /// Load-generator threads.
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..=256))]
     pub load_threads: u16,
-    /// Directory for results.json and compare.svg.
+    /// Directory for results.json and chart.svg.
     #[arg(long, default_value = "target/compare")]
     pub out: PathBuf,
 }
@@ -227,7 +227,7 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<()> {
     let json_path = args.out.join("results.json");
     std::fs::write(&json_path, serde_json::to_string_pretty(&results)?)
         .with_context(|| format!("cannot write {}", json_path.display()))?;
-    let svg_path = args.out.join("compare.svg");
+    let svg_path = args.out.join("chart.svg");
     crate::chart::draw(&results, &svg_path)?;
     eprintln!("wrote {} and {}", json_path.display(), svg_path.display());
     Ok(())

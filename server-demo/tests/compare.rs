@@ -52,7 +52,7 @@ fn compare_writes_results_and_chart() {
     assert_eq!(runs.len(), 3);
     assert!(runs.iter().all(|r| r["rss"].as_array().unwrap().len() >= 4));
 
-    let svg = std::fs::read_to_string(out_dir.path().join("compare.svg")).unwrap();
+    let svg = std::fs::read_to_string(out_dir.path().join("chart.svg")).unwrap();
     assert!(
         svg.trim_start().starts_with("<svg"),
         "{}",
