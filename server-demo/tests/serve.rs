@@ -81,12 +81,17 @@ fn arc_leaks_every_request_graph() {
 
 #[test]
 fn orc_modes_collect_the_request_graphs() {
+    const REQUESTS: u64 = 5000;
     for mode in ["orc-nim16", "orc"] {
-        let (before, live, freed) = load_and_count(mode, 3000);
-        assert!(freed > 0, "{mode}: nothing collected");
-        // Far fewer than the 27,000+ objects 3000 requests allocate remain.
+        let (before, live, freed) = load_and_count(mode, REQUESTS);
+        eprintln!("{mode}: live {before} -> {live}, freed by the collector {freed}");
+        // Each request leaves at least 9 objects in cycles (arc keeps them all).
+        assert!(freed >= REQUESTS * 9 / 2, "{mode}: freed only {freed}");
+        // Garbage not yet collected is bounded by the trigger (Nim16 lets it
+        // grow to about the size of the live graph, ~10,400 objects per
+        // thread), far below the 45,000+ that leaking would keep.
         assert!(
-            live < before + 3000 * 3,
+            live < before + REQUESTS * 9 / 2,
             "{mode}: before {before}, after {live}"
         );
     }
