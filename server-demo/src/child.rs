@@ -51,11 +51,9 @@ impl ServerChild {
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-        // SAFETY: the closure runs in the forked child before exec and only
-        // calls `prctl` and `getppid`, which are async-signal-safe; it
-        // allocates nothing on success (the error path builds an `io::Error`
-        // from a static message only if the parent is already gone, and the
-        // child then exits without exec).
+        // SAFETY: the closure runs in the forked child before exec, where only
+        // async-signal-safe calls are allowed: `die_with_parent` calls `prctl`
+        // and `getppid` and builds its errors from OS codes, allocating nothing.
         unsafe {
             cmd.pre_exec(move || crate::sys::die_with_parent(parent));
         }

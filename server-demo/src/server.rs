@@ -77,6 +77,21 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
         peers,
     });
 
+    // Signal handlers first, so a SIGTERM right after the "listening" line
+    // already means a clean shutdown.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let (mut sigint, mut sigterm) = runtime
+        .block_on(async {
+            use tokio::signal::unix::{signal, SignalKind};
+            anyhow::Ok((
+                signal(SignalKind::interrupt())?,
+                signal(SignalKind::terminate())?,
+            ))
+        })
+        .context("cannot install the signal handlers")?;
+
     let (done_tx, mut done_rx) = mpsc::unbounded_channel::<(usize, anyhow::Result<()>)>();
     let mut workers = Vec::with_capacity(threads);
     for (index, (listener, inbox)) in listeners.into_iter().zip(inboxes).enumerate() {
@@ -86,7 +101,10 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
         let worker = std::thread::Builder::new()
             .name(format!("worker-{index}"))
             .spawn(move || {
-                let result = run_worker(index, listener, inbox, shared, shutdown);
+                let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    run_worker(index, listener, inbox, shared, shutdown)
+                }))
+                .unwrap_or_else(|_| Err(anyhow::anyhow!("the worker thread panicked")));
                 let _ = done.send((index, result));
             })
             .context("cannot start a worker thread")?;
@@ -101,19 +119,14 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
     use std::io::Write as _;
     std::io::stdout().flush()?;
 
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
+    // Run until a signal, or until a worker stops by itself (an error).
     let first_exit = runtime.block_on(async {
-        let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-            .context("cannot install the SIGTERM handler")?;
         tokio::select! {
-            r = tokio::signal::ctrl_c() => r.context("cannot wait for Ctrl-C")?,
-            _ = sigterm.recv() => {}
-            exit = done_rx.recv() => return Ok::<_, anyhow::Error>(exit),
+            _ = sigint.recv() => None,
+            _ = sigterm.recv() => None,
+            exit = done_rx.recv() => exit,
         }
-        Ok(None)
-    })?;
+    });
     eprintln!("shutting down");
     let _ = shutdown_tx.send(true);
     let mut result = Ok(());
@@ -121,9 +134,8 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
         result = Err(e.context(format!("worker {index} failed")));
     }
     for worker in workers {
-        if worker.join().is_err() && result.is_ok() {
-            result = Err(anyhow::anyhow!("a worker thread panicked"));
-        }
+        // Panics were caught in the thread and reported through `done`.
+        let _ = worker.join();
     }
     while let Ok((index, r)) = done_rx.try_recv() {
         if let Err(e) = r {

@@ -26,7 +26,8 @@ pub fn process_cpu_time() -> io::Result<Duration> {
 /// Asks the kernel to send SIGTERM to the calling process when its parent
 /// exits (`prctl(PR_SET_PDEATHSIG)`), then checks that the parent has not
 /// already gone. Called in a `compare` child between fork and exec, so it must
-/// only make async-signal-safe calls (it does: `prctl`, `getppid`).
+/// only make async-signal-safe calls and must not allocate (it calls `prctl`
+/// and `getppid`, and its errors are plain OS error codes).
 pub fn die_with_parent(parent: libc::pid_t) -> io::Result<()> {
     // SAFETY: `prctl(PR_SET_PDEATHSIG, sig)` only sets a flag on the calling
     // process; the extra arguments are ignored and passed as zero.
@@ -44,7 +45,9 @@ pub fn die_with_parent(parent: libc::pid_t) -> io::Result<()> {
     }
     // SAFETY: `getppid` has no preconditions.
     if unsafe { libc::getppid() } != parent {
-        return Err(io::Error::other("parent exited before the child started"));
+        // The parent is gone already: fail the exec. (An OS error code, so
+        // nothing is allocated between fork and exec.)
+        return Err(io::Error::from_raw_os_error(libc::ESRCH));
     }
     Ok(())
 }
