@@ -20,6 +20,13 @@
 //! In a minor collection old objects are not entered: an edge to an old
 //! object is ignored, and the old object's count keeps that edge as an
 //! external reference, which is always safe (it can only keep things alive).
+//! But an edge *from* an old object looks external too, so a minor collection
+//! cannot prove a young node live: the old object may belong to the same
+//! garbage cycle. Every node it keeps because of an outside reference (trial
+//! count above zero) is therefore handed back to be buffered again (as an old
+//! root, once promoted) for the next full collection, which enters
+//! everything. Without this, a garbage cycle across the generations whose
+//! only buffered member was young would leave every buffer and leak.
 //! Dead objects (values already dropped by an earlier collection) are leaves.
 
 use core::ptr::NonNull;
@@ -51,8 +58,12 @@ pub(crate) struct Graph {
     work: Vec<u32>,
     /// The last collection's garbage, no longer flagged `IN_GRAPH`.
     pub(crate) garbage: Vec<NonNull<Header>>,
-    /// Objects the last collection kept alive only because their trace was
-    /// incomplete; buffered again so that a later collection looks once more.
+    /// Objects to buffer again after the last collection: those it kept
+    /// alive only because their trace was incomplete, so that a later
+    /// collection looks once more, and, after a minor collection, the live
+    /// ones with references from outside the graph, which may come from old
+    /// members of a garbage cycle, so that the next full collection judges
+    /// them.
     pub(crate) retry: Vec<NonNull<Header>>,
 }
 
@@ -118,7 +129,7 @@ impl Graph {
         // From here on no user code runs until the verdict is out.
         core::mem::forget(unmark);
         self.scan(consistent);
-        self.collect_white(promote)
+        self.collect_white(minor, promote)
     }
 
     fn add_node(&mut self, object: NonNull<Header>) -> u32 {
@@ -215,7 +226,7 @@ impl Graph {
 
     /// Step 3: clears `IN_GRAPH` on every node, promotes the live ones if
     /// asked, and returns the garbage.
-    fn collect_white(&mut self, promote: bool) -> Verdict {
+    fn collect_white(&mut self, minor: bool, promote: bool) -> Verdict {
         let traced = self.nodes.len();
         self.garbage.clear();
         self.retry.clear();
@@ -228,9 +239,14 @@ impl Graph {
                 self.garbage.push(node.object);
             } else if node.opaque && node.trial == 0 {
                 self.retry.push(node.object);
-            } else if promote && !h.has(OLD) {
-                h.set_flag(OLD);
-                promoted += 1;
+            } else {
+                if promote && !h.has(OLD) {
+                    h.set_flag(OLD);
+                    promoted += 1;
+                }
+                if minor && node.trial > 0 {
+                    self.retry.push(node.object);
+                }
             }
         }
         self.nodes.clear();

@@ -14,7 +14,11 @@
 //! default [`Policy::Adaptive`]. A minor collection starts from the young roots
 //! only and does not enter old objects: an edge to an old object is ignored and
 //! the old object keeps that reference as an external one, which can only keep
-//! things alive. Long-lived hubs therefore stop costing anything. A full
+//! things alive. Long-lived hubs therefore stop costing anything. For the
+//! same reason a minor collection cannot prove a young object live when a
+//! reference from outside its graph may come from an old object (a member of
+//! the same garbage cycle, perhaps): such objects go to the old roots for the
+//! next full collection (see `graph.rs`). A full
 //! collection starts from both buffers and enters everything; it runs when the
 //! objects promoted since the last full one plus the old roots waiting exceed
 //! [`AdaptiveConfig::full_fraction`] of the old population then (CPython's
@@ -451,7 +455,11 @@ fn run(kind: Kind) {
         let mut state = state.borrow_mut();
         state.spare = roots;
         for &object in &graph.retry {
-            state.push(object);
+            // SAFETY: live objects of the graph (no user code has run since
+            // the verdict, so none was freed).
+            if !unsafe { object.as_ref() }.has(BUFFERED) {
+                state.push(object);
+            }
         }
     });
     let freed = graph.garbage.len();
