@@ -401,6 +401,66 @@ mod tests {
         recycler::set_policy(recycler::Policy::Adaptive);
     }
 
+    /// Two threads handle requests on one set of shared hubs, as the
+    /// workers of the work-stealing runtime do. The only test in this binary
+    /// that uses the `recycler::sync` pointers, whose statistics are
+    /// process-wide.
+    #[test]
+    fn sync_families_share_hubs_across_threads() {
+        use crate::family::{SyncGcFamily, SyncRcFamily};
+        use recycler::sync;
+
+        fn on_two_threads<F: Family>(hubs: &Hubs<F>, requests: usize)
+        where
+            Hubs<F>: Sync,
+        {
+            std::thread::scope(|s| {
+                for _ in 0..2 {
+                    s.spawn(|| {
+                        sync::set_policy(recycler::Policy::Manual);
+                        for i in 0..requests {
+                            let path = if i % 5 == 4 { "/missing" } else { "/" };
+                            let r = handle(hubs, "GET", path, HEADERS);
+                            assert_eq!(r.status, if i % 5 == 4 { 404 } else { 200 });
+                        }
+                    });
+                }
+            });
+        }
+
+        sync::set_policy(recycler::Policy::Manual);
+        let rc_hubs = Hubs::<SyncRcFamily>::new();
+        let before = sync::stats();
+        on_two_threads(&rc_hubs, 50);
+        let after = sync::stats();
+        assert_eq!(after.live - before.live, 100 * PER_REQUEST, "arc leaks all");
+        assert_eq!(after.freed_by_collector, before.freed_by_collector);
+        assert_eq!(rc_hubs.in_flight(), 0);
+
+        let gc_hubs = Hubs::<SyncGcFamily>::new();
+        sync::collect();
+        let before = sync::stats();
+        on_two_threads(&gc_hubs, 50);
+        assert_eq!(sync::stats().live - before.live, 100 * PER_REQUEST);
+        sync::collect();
+        let after = sync::stats();
+        assert_eq!(after.live, before.live, "every request graph is freed");
+        // The 13 cyclic objects of each request can only go by collection.
+        // Unlike `recycler::Gc`, `sync::Gc<T>` reports its edge even when `T`
+        // cannot own a pointer, so the collector also takes the two
+        // `Headers` with the cycle instead of leaving them to counting.
+        let by_collector = after.freed_by_collector - before.freed_by_collector;
+        let by_rc = after.freed_by_rc - before.freed_by_rc;
+        assert_eq!(by_collector + by_rc, 100 * PER_REQUEST);
+        assert!(by_collector >= 100 * (PER_REQUEST - 2), "{by_collector}");
+        assert_eq!(gc_hubs.in_flight(), 0);
+        assert_eq!(
+            handle(&gc_hubs, "GET", "/", HEADERS).body,
+            r#"{"message":"Hello, World!"}"#
+        );
+        sync::set_policy(recycler::Policy::Adaptive);
+    }
+
     #[test]
     fn routes_and_statuses() {
         let hubs = Hubs::<RcFamily>::new();
