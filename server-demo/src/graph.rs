@@ -414,16 +414,24 @@ mod tests {
         where
             Hubs<F>: Sync,
         {
+            // Joined explicitly: the scope alone may return before a
+            // thread's exit has folded its counters into `sync::stats()`,
+            // which then reads them torn (reported with the sync work).
             std::thread::scope(|s| {
-                for _ in 0..2 {
-                    s.spawn(|| {
-                        sync::set_policy(recycler::Policy::Manual);
-                        for i in 0..requests {
-                            let path = if i % 5 == 4 { "/missing" } else { "/" };
-                            let r = handle(hubs, "GET", path, HEADERS);
-                            assert_eq!(r.status, if i % 5 == 4 { 404 } else { 200 });
-                        }
-                    });
+                let threads: Vec<_> = (0..2)
+                    .map(|_| {
+                        s.spawn(|| {
+                            sync::set_policy(recycler::Policy::Manual);
+                            for i in 0..requests {
+                                let path = if i % 5 == 4 { "/missing" } else { "/" };
+                                let r = handle(hubs, "GET", path, HEADERS);
+                                assert_eq!(r.status, if i % 5 == 4 { 404 } else { 200 });
+                            }
+                        })
+                    })
+                    .collect();
+                for t in threads {
+                    t.join().expect("request thread");
                 }
             });
         }
