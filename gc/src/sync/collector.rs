@@ -32,7 +32,6 @@ use std::collections::HashMap;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 
 use super::header::{count, Drained, Header, CLAIMED, DOOMED, GONE};
-use super::prim::fence;
 use super::state::{global, push_root_quietly, Entry, Global};
 use crate::trace::{Family, HeldGuard, Tracer};
 
@@ -340,6 +339,5 @@ fn validate(graph: &Graph, members: &[usize], id: usize, member_of: &[usize]) ->
             .word
             .fetch_or(DOOMED, AcqRel);
     }
-    fence(Acquire);
     true
 }

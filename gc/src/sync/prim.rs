@@ -7,9 +7,9 @@
 //! the thread-locals and the process-wide state all go through this module.
 
 #[cfg(not(loom))]
-pub(crate) use core::sync::atomic::{fence, AtomicU64, AtomicUsize};
+pub(crate) use core::sync::atomic::{AtomicU64, AtomicUsize};
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{fence, AtomicU64, AtomicUsize};
+pub(crate) use loom::sync::atomic::{AtomicU64, AtomicUsize};
 
 #[cfg(not(loom))]
 pub(crate) use std::thread_local;
