@@ -5,10 +5,10 @@
 //! and `mode/ws` on the work-stealing one, and "vs arc" compares with `arc`
 //! on the same runtime.
 //!
-//! For each round and each (runtime, mode): start `serve` as a child, warm it up with the
-//! load generator, read `/stats`, load it for the measured duration while
-//! sampling the child's RSS every [`SAMPLE_EVERY`], read `/stats` again, stop
-//! the child. Running the modes in turn within each round spreads any drift of
+//! For each round and each (runtime, mode): start `serve` as a child, warm it
+//! up with the load generator, read `/stats`, load it for the measured
+//! duration while sampling the child's RSS every [`SAMPLE_EVERY`], read
+//! `/stats` again, stop the child. Running the modes in turn within each round spreads any drift of
 //! the machine (thermal, other tenants) over all of them. The summary takes
 //! medians over rounds; counters from `/stats` are differences over the
 //! measured phase, except objects live at the end.
@@ -197,10 +197,8 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<()> {
     if args.runtimes.is_empty() {
         bail!("--runtimes needs at least one runtime");
     }
-    let mut modes = args.modes.clone();
-    modes.dedup();
-    let mut runtimes = args.runtimes.clone();
-    runtimes.dedup();
+    let modes = first_occurrences(&args.modes);
+    let runtimes = first_occurrences(&args.runtimes);
     let variants: Vec<(Runtime, Mode)> = runtimes
         .iter()
         .flat_map(|&r| modes.iter().map(move |&m| (r, m)))
@@ -270,6 +268,17 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<()> {
     crate::chart::draw(&results, &svg_path)?;
     eprintln!("wrote {} and {}", json_path.display(), svg_path.display());
     Ok(())
+}
+
+/// `items` without repetitions, in the order they first appear.
+fn first_occurrences<T: Copy + PartialEq>(items: &[T]) -> Vec<T> {
+    let mut out: Vec<T> = Vec::with_capacity(items.len());
+    for &item in items {
+        if !out.contains(&item) {
+            out.push(item);
+        }
+    }
+    out
 }
 
 /// Samples the RSS of `pid` every [`SAMPLE_EVERY`] until told to stop.
@@ -571,5 +580,22 @@ mod tests {
         assert_eq!(slope(&[(0.0, 1.0)]), 0.0);
         let line: Vec<(f64, f64)> = (0..10).map(|i| (i as f64, 3.0 * i as f64 + 1.0)).collect();
         assert!((slope(&line) - 3.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn repeated_modes_and_runtimes_run_once() {
+        assert_eq!(
+            first_occurrences(&[Mode::Orc, Mode::Arc, Mode::Orc, Mode::Arc]),
+            [Mode::Orc, Mode::Arc]
+        );
+        let r = [
+            Runtime::WorkStealing,
+            Runtime::PerThread,
+            Runtime::WorkStealing,
+        ];
+        assert_eq!(
+            first_occurrences(&r),
+            [Runtime::WorkStealing, Runtime::PerThread]
+        );
     }
 }
