@@ -163,6 +163,20 @@ fn compare_runs_the_work_stealing_runtime() {
 }
 
 #[test]
+fn a_busy_port_is_a_clear_error() {
+    let server = Server::start_on("arc", WS);
+    let out = Command::new(EXE)
+        .args(["serve", "--runtime", WS, "--port"])
+        .arg(server.addr.port().to_string())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("already in use"), "{stderr}");
+    assert_eq!(get(server.addr, "/").status, 200);
+}
+
+#[test]
 fn runtimes_are_listed_and_checked() {
     let out = Command::new(EXE)
         .args(["serve", "--help"])
