@@ -542,7 +542,10 @@ fn kill(garbage: &[NonNull<Header>]) {
 /// Runs a full collection of this thread's cycles now.
 ///
 /// Every object that is unreachable from handles outside the heap is freed;
-/// nothing reachable is. Called from a destructor during a collection, it runs
+/// nothing reachable is. A thread's collector does not run when the thread
+/// exits (user destructors cannot run safely inside thread-local
+/// destruction), so a thread that leaves garbage cycles behind should call
+/// `collect()` before it ends; otherwise they leak. Called from a destructor during a collection, it runs
 /// right after the current collection. A panic from a value's `Drop` is
 /// re-raised here once the collector is consistent again.
 ///
