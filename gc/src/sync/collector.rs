@@ -31,6 +31,7 @@ use core::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 
 use super::header::{count, Drained, Header, CLAIMED, DOOMED, GONE};
+use super::prim::MutexGuard;
 use super::state::{global, push_root_quietly, Entry, Global};
 use crate::trace::{Family, HeldGuard, Tracer};
 
@@ -190,7 +191,56 @@ unsafe fn trace_into(
 /// Runs one collection if no other is running. Returns `(freed, traced)`.
 pub(crate) fn try_collect() -> Option<(usize, usize)> {
     let global = global();
-    let mut lock = global.try_collector()?;
+    let lock = global.try_collector()?;
+    Some(run(global, lock))
+}
+
+/// Pacing for a thread whose garbage outruns a running collection: waits
+/// for that collection to end, but at most `patience` (so a destructor of
+/// the running collection that needs a lock this thread holds delays it,
+/// never deadlocks it), then collects unless another collection has run
+/// since `epoch` (the `collections` count the caller saw). Never waits when
+/// called from inside a collection (a destructor), nor under loom.
+pub(crate) fn collect_paced(epoch: u64, patience: std::time::Duration) -> Option<(usize, usize)> {
+    let global = global();
+    #[cfg(not(loom))]
+    let lock = if COLLECTING.with(core::cell::Cell::get) {
+        None
+    } else {
+        global.collector_within(patience)
+    };
+    #[cfg(loom)]
+    let lock = {
+        let _ = patience;
+        global.try_collector()
+    };
+    let lock = lock?;
+    if global.collections.load(Relaxed) != epoch {
+        return None; // the collection we waited for drained our roots
+    }
+    Some(run(global, lock))
+}
+
+#[cfg(not(loom))]
+std::thread_local! {
+    /// Whether this thread is running a collection (its destructors may
+    /// buffer roots; they must not wait for the collection they are in).
+    static COLLECTING: core::cell::Cell<bool> = const { core::cell::Cell::new(false) };
+}
+
+/// One collection under `lock`.
+fn run(global: &Global, mut lock: MutexGuard<'_, Work>) -> (usize, usize) {
+    /// Clears the in-collection flag, also when unwinding.
+    struct Collecting;
+    impl Drop for Collecting {
+        fn drop(&mut self) {
+            #[cfg(not(loom))]
+            COLLECTING.with(|c| c.set(false));
+        }
+    }
+    #[cfg(not(loom))]
+    COLLECTING.with(|c| c.set(true));
+    let collecting = Collecting;
     // Taken out so that a panic (a `Trace` impl or a destructor) drops it
     // with its holds released, and the lock keeps only empty buffers.
     let mut work = core::mem::take(&mut *lock);
@@ -198,11 +248,12 @@ pub(crate) fn try_collect() -> Option<(usize, usize)> {
     work.finish();
     *lock = work;
     drop(lock);
+    drop(collecting);
     let (freed, traced, panic) = result;
     if let Some(payload) = panic {
         resume_unwind(payload);
     }
-    Some((freed, traced))
+    (freed, traced)
 }
 
 type Panic = Option<Box<dyn core::any::Any + Send>>;

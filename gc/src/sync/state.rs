@@ -112,6 +112,16 @@ impl Global {
     pub(crate) fn try_collector(&self) -> Option<MutexGuard<'_, Work>> {
         self.collector_lock.try_lock()
     }
+
+    /// The collector lock, waiting at most `patience` for a running
+    /// collection to end.
+    #[cfg(not(loom))]
+    pub(crate) fn collector_within(
+        &self,
+        patience: core::time::Duration,
+    ) -> Option<MutexGuard<'_, Work>> {
+        self.collector_lock.try_lock_for(patience)
+    }
 }
 
 #[cfg(not(loom))]
@@ -231,8 +241,32 @@ pub(crate) fn count_freed_by_rc() {
     }
 }
 
+/// Roots (as a multiple of its Adaptive threshold) that a thread may buffer
+/// while another thread's collection runs before it waits for that
+/// collection (see [`PATIENCE`]).
+const PACE: usize = 4;
+/// The longest a thread waits for a running collection at one buffering.
+const PATIENCE: core::time::Duration = core::time::Duration::from_millis(10);
+
+/// What a buffering asks for.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Due {
+    No,
+    /// Collect if no other thread is collecting.
+    Collect,
+    /// This thread's garbage is outrunning a running collection: wait for
+    /// it (boundedly), then collect.
+    Pace(u64),
+}
+
 /// Pushes a new buffer entry and runs a collection if this thread's policy
 /// says one is due (and no other thread is collecting).
+///
+/// With the Adaptive policy a thread that has buffered [`PACE`] times its
+/// threshold while another thread collects waits up to [`PATIENCE`] for
+/// that collection to end (then collects): without such pacing, one thread
+/// collecting cannot keep up with another that only allocates, and the
+/// garbage of each interval grows with the previous collection's pause.
 pub(crate) fn push_root(entry: Entry) {
     let due = LOCAL.try_with(|l| {
         let len = {
@@ -242,8 +276,9 @@ pub(crate) fn push_root(entry: Entry) {
         };
         Counters::bump(&l.slot.counters.roots_buffered);
         match l.policy.get() {
-            Policy::Manual => false,
-            Policy::Nim16 => len >= l.threshold.get(),
+            Policy::Manual => Due::No,
+            Policy::Nim16 if len >= l.threshold.get() => Due::Collect,
+            Policy::Nim16 => Due::No,
             Policy::Adaptive => {
                 // A collection by any thread drained this thread's roots
                 // too: count only the roots buffered since.
@@ -258,13 +293,25 @@ pub(crate) fn push_root(entry: Entry) {
                 // last collection traced in vain (as the single-threaded
                 // collector's young threshold), at least `ADAPTIVE_MIN`.
                 let wasted = global.last_live_traced.load(Relaxed) as usize;
-                l.since.get() >= ADAPTIVE_MIN.max(wasted)
+                let threshold = ADAPTIVE_MIN.max(wasted);
+                if l.since.get() >= threshold.saturating_mul(PACE) {
+                    Due::Pace(epoch)
+                } else if l.since.get() >= threshold {
+                    Due::Collect
+                } else {
+                    Due::No
+                }
             }
         }
     });
+    let due = due.map(|due| match due {
+        Due::No => None,
+        Due::Collect => Some(super::collector::try_collect()),
+        Due::Pace(epoch) => Some(super::collector::collect_paced(epoch, PATIENCE)),
+    });
     match due {
-        Ok(true) => {
-            if let Some((freed, touched)) = super::collector::try_collect() {
+        Ok(Some(collected)) => {
+            if let Some((freed, touched)) = collected {
                 let _ = LOCAL.try_with(|l| {
                     l.since.set(0);
                     l.epoch.set(global().collections.load(Relaxed));
@@ -279,7 +326,7 @@ pub(crate) fn push_root(entry: Entry) {
                 });
             }
         }
-        Ok(false) => {}
+        Ok(None) => {}
         Err(_) => global().orphans.lock().push(entry),
     }
 }
