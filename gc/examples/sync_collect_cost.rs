@@ -28,7 +28,9 @@ fn parse(arg: Option<String>, default: usize, name: &str) -> usize {
     match arg {
         None => default,
         Some(s) => s.parse().unwrap_or_else(|_| {
-            eprintln!("usage: sync_collect_cost [CYCLES] [CHAIN]  ({name} must be a number, got {s:?})");
+            eprintln!(
+                "usage: sync_collect_cost [CYCLES] [CHAIN]  ({name} must be a number, got {s:?})"
+            );
             std::process::exit(2)
         }),
     }

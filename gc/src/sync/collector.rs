@@ -94,7 +94,9 @@ impl Work {
     /// (the object is then simply left out: an edge to it stays an external
     /// reference, which is always safe).
     fn add(&mut self, header: NonNull<Header>, word: u64) -> Option<u32> {
-        let i = u32::try_from(self.nodes.len()).ok().filter(|&i| i != NONE)?;
+        let i = u32::try_from(self.nodes.len())
+            .ok()
+            .filter(|&i| i != NONE)?;
         self.nodes.push(Node {
             header,
             word,
@@ -322,7 +324,8 @@ fn collect_locked(global: &Global, w: &mut Work) -> (usize, usize, Panic) {
     let n = traced;
 
     // 3. Trial deletion on private counts.
-    w.trial.extend(w.nodes.iter().map(|node| count(node.word) as i64 - 1));
+    w.trial
+        .extend(w.nodes.iter().map(|node| count(node.word) as i64 - 1));
     for &j in &w.edges {
         w.trial[j as usize] -= 1;
     }
@@ -411,7 +414,10 @@ fn collect_locked(global: &Global, w: &mut Work) -> (usize, usize, Panic) {
     }
     w.stack.clear();
     for c in 0..components {
-        let (a, b) = (w.bounds[c as usize] as usize, w.bounds[c as usize + 1] as usize);
+        let (a, b) = (
+            w.bounds[c as usize] as usize,
+            w.bounds[c as usize + 1] as usize,
+        );
         if validate(w, a, b, c) {
             w.doomed.extend_from_slice(&w.members[a..b]);
         } else {
