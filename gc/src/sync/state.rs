@@ -6,10 +6,16 @@
 //!   counters that only its owner writes. No mutator operation touches a
 //!   lock or counter shared with other threads.
 //! - The registry (a global mutex) is touched only when a thread starts or
-//!   exits and by collections. A thread's exit moves its entries to the
-//!   orphan list, which the next collection drains.
-//! - The collector mutex is only ever `try_lock`ed: one collection at a
-//!   time, and a thread that finds one running simply carries on.
+//!   exits, by collections and by `stats`. A thread's exit moves its entries
+//!   to the orphan list, which the next collection drains, and its counters
+//!   to the retired totals, both under the registry lock so that `stats`
+//!   (which reads under it) counts the thread exactly once.
+//! - The collector mutex (which also keeps the collector's buffers) is
+//!   `try_lock`ed: one collection at a time, and a thread that finds one
+//!   running carries on — unless, under the Adaptive policy, it has
+//!   buffered four times its threshold meanwhile: then it waits for the
+//!   running collection at most 10 ms per buffering (pacing; see the module
+//!   docs of `sync`).
 
 use core::cell::Cell;
 use core::ptr::NonNull;
