@@ -200,10 +200,10 @@ pub(crate) fn try_collect() -> Option<(usize, usize)> {
 /// Pacing for a thread whose garbage outruns a running collection: waits
 /// for that collection to end, but at most `patience` (so a destructor of
 /// the running collection that needs a lock this thread holds delays it,
-/// never deadlocks it), then collects unless another collection has run
-/// since `epoch` (the `collections` count the caller saw). Never waits when
-/// called from inside a collection (a destructor), nor under loom.
-pub(crate) fn collect_paced(epoch: u64, patience: std::time::Duration) -> Option<(usize, usize)> {
+/// never deadlocks it), then collects the roots buffered meanwhile. Never
+/// waits when called from inside a collection (a destructor), nor under
+/// loom.
+pub(crate) fn collect_paced(patience: std::time::Duration) -> Option<(usize, usize)> {
     let global = global();
     #[cfg(not(loom))]
     let lock = if COLLECTING.with(core::cell::Cell::get) {
@@ -216,11 +216,7 @@ pub(crate) fn collect_paced(epoch: u64, patience: std::time::Duration) -> Option
         let _ = patience;
         global.try_collector()
     };
-    let lock = lock?;
-    if global.collections.load(Relaxed) != epoch {
-        return None; // the collection we waited for drained our roots
-    }
-    Some(run(global, lock))
+    Some(run(global, lock?))
 }
 
 #[cfg(not(loom))]

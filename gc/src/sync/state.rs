@@ -262,7 +262,7 @@ enum Due {
     Collect,
     /// This thread's garbage is outrunning a running collection: wait for
     /// it (boundedly), then collect.
-    Pace(u64),
+    Pace,
 }
 
 /// Pushes a new buffer entry and runs a collection if this thread's policy
@@ -301,7 +301,7 @@ pub(crate) fn push_root(entry: Entry) {
                 let wasted = global.last_live_traced.load(Relaxed) as usize;
                 let threshold = ADAPTIVE_MIN.max(wasted);
                 if l.since.get() >= threshold.saturating_mul(PACE) {
-                    Due::Pace(epoch)
+                    Due::Pace
                 } else if l.since.get() >= threshold {
                     Due::Collect
                 } else {
@@ -313,7 +313,7 @@ pub(crate) fn push_root(entry: Entry) {
     let due = due.map(|due| match due {
         Due::No => None,
         Due::Collect => Some(super::collector::try_collect()),
-        Due::Pace(epoch) => Some(super::collector::collect_paced(epoch, PATIENCE)),
+        Due::Pace => Some(super::collector::collect_paced(PATIENCE)),
     });
     match due {
         Ok(Some(collected)) => {
