@@ -33,7 +33,8 @@ use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use super::header::{count, Drained, Header, CLAIMED, DOOMED, GONE};
 use super::prim::MutexGuard;
 use super::state::{global, push_root_quietly, Entry, Global};
-use crate::trace::{Family, HeldGuard, Tracer};
+use crate::guards::GuardSink;
+use crate::trace::{Family, Tracer};
 
 /// No node / not a member of any component.
 const NONE: u32 = u32::MAX;
@@ -68,7 +69,7 @@ pub(crate) struct Work {
     targets: Vec<NonNull<()>>,
     /// Cell guards kept while a trace's targets are held / a component is
     /// validated.
-    guards: Vec<Box<dyn HeldGuard>>,
+    guards: GuardSink,
     entries: Vec<Entry>,
     /// Trial counts, then (per component) the Σ-test's remaining counts.
     trial: Vec<i64>,
@@ -182,7 +183,7 @@ impl Drop for Work {
 unsafe fn trace_into(
     header: NonNull<Header>,
     edges: &mut Vec<NonNull<()>>,
-    guards: &mut Vec<Box<dyn HeldGuard>>,
+    guards: &mut GuardSink,
 ) -> bool {
     let mut tracer = Tracer::with_guards(Family::Sync, edges, guards);
     // SAFETY: forwarded contract.
