@@ -91,14 +91,20 @@ mod tests {
     #[test]
     fn guards_are_kept_until_cleared_inline_or_boxed() {
         let small = Mutex::new(1u8);
-        let big = [0u64; 8];
-        struct Noisy<'a>([u64; 8], &'a Mutex<u8>, std::sync::MutexGuard<'a, u8>);
+        /// Too large to be stored inline: kept boxed.
+        struct Big<'a> {
+            _padding: [u64; 8],
+            _guard: std::sync::MutexGuard<'a, u8>,
+        }
         let other = Mutex::new(2u8);
         let mut sink = GuardSink::default();
         // SAFETY: the mutexes outlive the sink's contents (cleared below).
         unsafe {
             sink.keep(small.lock().unwrap());
-            sink.keep(Noisy(big, &other, other.lock().unwrap()));
+            sink.keep(Big {
+                _padding: [0; 8],
+                _guard: other.lock().unwrap(),
+            });
         }
         assert!(small.try_lock().is_err());
         assert!(other.try_lock().is_err());
