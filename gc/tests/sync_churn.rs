@@ -16,7 +16,7 @@ use recycler::sync::{collect, stats, Gc};
 use recycler::Trace;
 
 const THREADS: usize = 2;
-const CYCLES: usize = if cfg!(miri) { 300 } else { 150_000 };
+const CYCLES: usize = if cfg!(miri) { 1_500 } else { 150_000 };
 const CHAIN: usize = if cfg!(miri) { 20 } else { 2_000 };
 
 #[derive(Trace)]
