@@ -49,6 +49,7 @@
 
 mod collector;
 mod drop_queue;
+mod guards;
 mod handle;
 mod header;
 mod pointer;

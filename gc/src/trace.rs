@@ -55,6 +55,8 @@ use core::marker::PhantomData;
 use core::ptr::NonNull;
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap, HashSet, LinkedList, VecDeque};
 
+use crate::guards::GuardSink;
+
 /// Which family of collected pointer a trace is looking for.
 ///
 /// The single-threaded and the thread-safe collectors share one `Trace` trait;
@@ -76,15 +78,8 @@ pub struct Tracer<'a> {
     family: Family,
     edges: &'a mut Vec<NonNull<()>>,
     keep_alive: bool,
-    guards: Option<&'a mut Vec<Box<dyn HeldGuard>>>,
+    guards: Option<&'a mut GuardSink>,
 }
-
-/// A lock guard a cell hands to the thread-safe collector so that the cell
-/// stays locked until the collector has finished validating (see
-/// `recycler::sync`). Implemented for every type; only dropping matters.
-pub(crate) trait HeldGuard {}
-
-impl<T> HeldGuard for T {}
 
 impl<'a> Tracer<'a> {
     /// A tracer that appends the pointers of `family` to `edges`.
@@ -104,7 +99,7 @@ impl<'a> Tracer<'a> {
     pub(crate) fn with_guards(
         family: Family,
         edges: &'a mut Vec<NonNull<()>>,
-        guards: &'a mut Vec<Box<dyn HeldGuard>>,
+        guards: &'a mut GuardSink,
     ) -> Self {
         Tracer {
             family,
@@ -124,12 +119,8 @@ impl<'a> Tracer<'a> {
     #[allow(dead_code)] // used by `recycler::sync`
     pub(crate) unsafe fn retain<'g, G: 'g>(&mut self, guard: G) {
         if let Some(sink) = self.guards.as_deref_mut() {
-            let boxed: Box<dyn HeldGuard + 'g> = Box::new(guard);
-            // SAFETY: only the trait object's lifetime bound changes (same
-            // layout and vtable); the caller guarantees the borrow outlives
-            // the sink's use of the box.
-            let boxed: Box<dyn HeldGuard + 'static> = unsafe { core::mem::transmute(boxed) };
-            sink.push(boxed);
+            // SAFETY: forwarded contract.
+            unsafe { sink.keep(guard) };
         }
     }
 

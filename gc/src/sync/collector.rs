@@ -28,37 +28,76 @@
 
 use core::ptr::NonNull;
 use core::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
-use std::collections::HashMap;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 
 use super::header::{count, Drained, Header, CLAIMED, DOOMED, GONE};
+use super::prim::MutexGuard;
 use super::state::{global, push_root_quietly, Entry, Global};
-use crate::trace::{Family, HeldGuard, Tracer};
+use crate::guards::GuardSink;
+use crate::trace::{Family, Tracer};
+
+/// No node / not a member of any component.
+const NONE: u32 = u32::MAX;
 
 /// One object the collector holds.
 struct Node {
     header: NonNull<Header>,
     /// The header word right after our hold: the Δ-test snapshot.
     word: u64,
-    /// Range of this node's out-edges in `Graph::edges`.
-    edges: (usize, usize),
+    /// Range of this node's out-edges in `Work::edges`.
+    edges: (u32, u32),
     /// A cell could not be inspected.
     kept: bool,
     /// Our hold has been released.
     released: bool,
 }
 
-/// The private graph: the held objects and their traced edges.
+/// Everything one collection works on. Kept behind the collector lock
+/// between collections so that its buffers are reused (each is empty
+/// outside a collection; only the capacity is kept).
+///
+/// Nodes are numbered by position; an object's number is also stored in its
+/// header's [`GraphSlot`](super::header::GraphSlot) so that an edge is
+/// resolved without hashing: `lookup` trusts the slot only when
+/// `nodes[slot].header` is that very header.
 #[derive(Default)]
-struct Graph {
+pub(crate) struct Work {
     nodes: Vec<Node>,
-    index: HashMap<NonNull<Header>, usize>,
-    edges: Vec<usize>,
+    /// Out-edges (node numbers), grouped by source.
+    edges: Vec<u32>,
+    /// Edge targets reported by one trace.
+    targets: Vec<NonNull<()>>,
+    /// Cell guards kept while a trace's targets are held / a component is
+    /// validated.
+    guards: GuardSink,
+    entries: Vec<Entry>,
+    /// Trial counts, then (per component) the Σ-test's remaining counts.
+    trial: Vec<i64>,
+    live: Vec<bool>,
+    stack: Vec<u32>,
+    /// Union-find parents, then component numbers by node.
+    parent: Vec<u32>,
+    member_of: Vec<u32>,
+    /// Members of every component, grouped; `bounds[c]..bounds[c + 1]`.
+    members: Vec<u32>,
+    bounds: Vec<u32>,
+    doomed: Vec<u32>,
 }
 
-impl Graph {
-    fn add(&mut self, header: NonNull<Header>, word: u64) -> usize {
-        let i = self.nodes.len();
+// SAFETY: between collections every vector is empty (a collection that
+// finishes clears them; one that unwinds drops the whole `Work`, see
+// `collect_locked`), so no pointer, guard or entry crosses threads through
+// it; during a collection it is used by the lock holder only.
+unsafe impl Send for Work {}
+
+impl Work {
+    /// Adds a held object; `None` if the graph cannot number more nodes
+    /// (the object is then simply left out: an edge to it stays an external
+    /// reference, which is always safe).
+    fn add(&mut self, header: NonNull<Header>, word: u64) -> Option<u32> {
+        let i = u32::try_from(self.nodes.len())
+            .ok()
+            .filter(|&i| i != NONE)?;
         self.nodes.push(Node {
             header,
             word,
@@ -66,8 +105,23 @@ impl Graph {
             kept: false,
             released: false,
         });
-        self.index.insert(header, i);
-        i
+        // SAFETY: we hold the collector lock and `header`.
+        unsafe { header.as_ref().slot.set(i) };
+        Some(i)
+    }
+
+    /// The node of `header`, if it is in the graph.
+    ///
+    /// # Safety
+    /// `header` is alive (reported by a pinned handle); collector lock held.
+    #[inline]
+    unsafe fn lookup(&self, header: NonNull<Header>) -> Option<u32> {
+        // SAFETY: forwarded contract.
+        let i = unsafe { header.as_ref().slot.get() };
+        match self.nodes.get(i as usize) {
+            Some(node) if node.header == header => Some(i),
+            _ => None,
+        }
     }
 
     /// Releases our hold on node `i` (may drop its value if it was the last
@@ -80,11 +134,40 @@ impl Graph {
             unsafe { Header::dec_strong(node.header) };
         }
     }
+
+    /// Releases every remaining hold and empties the buffers (keeping their
+    /// capacity, unless a huge collection left far more than it needs).
+    fn finish(&mut self) {
+        self.guards.clear();
+        for i in 0..self.nodes.len() {
+            self.release(i);
+        }
+        let n = self.nodes.len();
+        self.nodes.clear();
+        self.edges.clear();
+        self.targets.clear();
+        self.entries.clear();
+        self.trial.clear();
+        self.live.clear();
+        self.stack.clear();
+        self.parent.clear();
+        self.member_of.clear();
+        self.members.clear();
+        self.bounds.clear();
+        self.doomed.clear();
+        // Keep the capacity for the next collection, but not for ever after
+        // one huge collection.
+        const KEEP: usize = 1 << 16;
+        if self.nodes.capacity() > KEEP.max(4 * n) {
+            *self = Work::default();
+        }
+    }
 }
 
-impl Drop for Graph {
-    /// Releases whatever holds remain (also when a `Trace` impl panicked).
+impl Drop for Work {
+    /// Releases whatever holds remain (when a `Trace` impl panicked).
     fn drop(&mut self) {
+        self.guards.clear();
         for i in 0..self.nodes.len() {
             self.release(i);
         }
@@ -100,7 +183,7 @@ impl Drop for Graph {
 unsafe fn trace_into(
     header: NonNull<Header>,
     edges: &mut Vec<NonNull<()>>,
-    guards: &mut Vec<Box<dyn HeldGuard>>,
+    guards: &mut GuardSink,
 ) -> bool {
     let mut tracer = Tracer::with_guards(Family::Sync, edges, guards);
     // SAFETY: forwarded contract.
@@ -111,136 +194,245 @@ unsafe fn trace_into(
 /// Runs one collection if no other is running. Returns `(freed, traced)`.
 pub(crate) fn try_collect() -> Option<(usize, usize)> {
     let global = global();
-    let _lock = global.try_collector()?;
-    Some(collect_locked(global))
+    let lock = global.try_collector()?;
+    Some(run(global, lock))
 }
 
-/// One collection; the caller holds the collector lock.
-fn collect_locked(global: &Global) -> (usize, usize) {
-    let start = std::time::Instant::now();
-    let mut graph = Graph::default();
+/// Pacing for a thread whose garbage outruns a running collection: waits
+/// for that collection to end, but at most `patience` (so a destructor of
+/// the running collection that needs a lock this thread holds delays it,
+/// never deadlocks it), then collects the roots buffered meanwhile. Never
+/// waits when called from inside a collection (a destructor), nor under
+/// loom.
+pub(crate) fn collect_paced(patience: std::time::Duration) -> Option<(usize, usize)> {
+    let global = global();
+    #[cfg(not(loom))]
+    let lock = if COLLECTING.with(core::cell::Cell::get) {
+        None
+    } else {
+        global.collector_within(patience)
+    };
+    #[cfg(loom)]
+    let lock = {
+        let _ = patience;
+        global.try_collector()
+    };
+    Some(run(global, lock?))
+}
 
-    // 1. Drain.
-    let mut entries = Vec::new();
-    global.drain_all(&mut entries);
-    for Entry(header) in entries {
-        // SAFETY: we own the entry.
-        if let Drained::Held(word) = unsafe { Header::drain(header) } {
-            graph.add(header, word);
+#[cfg(not(loom))]
+std::thread_local! {
+    /// Whether this thread is running a collection (its destructors may
+    /// buffer roots; they must not wait for the collection they are in).
+    static COLLECTING: core::cell::Cell<bool> = const { core::cell::Cell::new(false) };
+}
+
+/// One collection under `lock`.
+fn run(global: &Global, mut lock: MutexGuard<'_, Work>) -> (usize, usize) {
+    /// Clears the in-collection flag, also when unwinding.
+    struct Collecting;
+    impl Drop for Collecting {
+        fn drop(&mut self) {
+            #[cfg(not(loom))]
+            COLLECTING.with(|c| c.set(false));
         }
     }
+    #[cfg(not(loom))]
+    COLLECTING.with(|c| c.set(true));
+    let collecting = Collecting;
+    // Taken out so that a panic (a `Trace` impl or a destructor) drops it
+    // with its holds released, and the lock keeps only empty buffers.
+    let mut work = core::mem::take(&mut *lock);
+    let result = collect_locked(global, &mut work);
+    work.finish();
+    *lock = work;
+    drop(lock);
+    drop(collecting);
+    let (freed, traced, panic) = result;
+    if let Some(payload) = panic {
+        resume_unwind(payload);
+    }
+    (freed, traced)
+}
+
+type Panic = Option<Box<dyn core::any::Any + Send>>;
+
+/// One collection; the caller holds the collector lock.
+fn collect_locked(global: &Global, w: &mut Work) -> (usize, usize, Panic) {
+    let start = std::time::Instant::now();
+
+    // 1. Drain.
+    global.drain_all(&mut w.entries);
+    let mut entries = core::mem::take(&mut w.entries);
+    for Entry(header) in entries.drain(..) {
+        // SAFETY: we own the entry.
+        if let Drained::Held(word) = unsafe { Header::drain(header) } {
+            if w.add(header, word).is_none() {
+                // Graph full: give the hold back and keep the object
+                // buffered for a later collection.
+                // SAFETY: we hold it.
+                if unsafe { header.as_ref() }.rebuffer() {
+                    push_root_quietly(Entry(header));
+                }
+                // SAFETY: the hold is ours.
+                unsafe { Header::dec_strong(header) };
+            }
+        }
+    }
+    w.entries = entries;
 
     // 2. Trace, holding every target before the source's cells unlock.
-    let mut scratch = Vec::new();
     let mut i = 0;
-    while i < graph.nodes.len() {
-        let header = graph.nodes[i].header;
-        let mut guards = Vec::new();
-        scratch.clear();
-        // SAFETY: we hold `header` until the graph is dropped, after `guards`.
-        let kept = unsafe { trace_into(header, &mut scratch, &mut guards) };
-        let first = graph.edges.len();
-        for target in scratch.drain(..) {
-            let target = target.cast::<Header>();
-            let j = match graph.index.get(&target) {
-                Some(&j) => j,
-                // SAFETY: the handle that reported `target` is pinned in
-                // place (locked cell or held object), so the header is alive.
+    while i < w.nodes.len() {
+        let header = w.nodes[i].header;
+        w.targets.clear();
+        // SAFETY: we hold `header` until `finish`, after `guards` is emptied.
+        let kept = unsafe { trace_into(header, &mut w.targets, &mut w.guards) };
+        let first = w.edges.len() as u32;
+        for k in 0..w.targets.len() {
+            let target = w.targets[k].cast::<Header>();
+            // SAFETY: the handle that reported `target` is pinned in place
+            // (locked cell or held object), so the header is alive.
+            let j = match unsafe { w.lookup(target) } {
+                Some(j) => j,
+                // SAFETY: as above.
                 None => match unsafe { target.as_ref() }.hold() {
-                    Some(word) => graph.add(target, word),
+                    Some(word) => match w.add(target, word) {
+                        Some(j) => j,
+                        None => {
+                            // Graph full: not an edge we follow.
+                            // SAFETY: the hold we just took.
+                            unsafe { Header::dec_strong(target) };
+                            continue;
+                        }
+                    },
                     None => continue, // doomed: a dead handle, not an edge
                 },
             };
-            graph.edges.push(j);
+            w.edges.push(j);
         }
-        drop(guards);
-        let node = &mut graph.nodes[i];
-        node.edges = (first, graph.edges.len());
+        w.guards.clear();
+        let node = &mut w.nodes[i];
+        node.edges = (first, w.edges.len() as u32);
         node.kept = kept;
         i += 1;
     }
-    let traced = graph.nodes.len();
+    let traced = w.nodes.len();
+    let n = traced;
 
     // 3. Trial deletion on private counts.
-    let n = traced;
-    let mut trial: Vec<i64> = graph
-        .nodes
-        .iter()
-        .map(|node| count(node.word) as i64 - 1)
-        .collect();
-    for &j in &graph.edges {
-        trial[j] -= 1;
+    w.trial
+        .extend(w.nodes.iter().map(|node| count(node.word) as i64 - 1));
+    for &j in &w.edges {
+        w.trial[j as usize] -= 1;
     }
-    let mut live = vec![false; n];
-    let mut stack: Vec<usize> = (0..n)
-        .filter(|&i| trial[i] != 0 || graph.nodes[i].kept)
-        .collect();
-    for &i in &stack {
-        live[i] = true;
-        if graph.nodes[i].kept || trial[i] < 0 {
-            // Opaque right now (a locked cell) or seen inconsistently while
-            // it changed: not known to be live, so look again next time.
-            rebuffer(&graph, i);
+    w.live.resize(n, false);
+    for i in 0..n {
+        let node = &w.nodes[i];
+        if w.trial[i] != 0 || node.kept {
+            w.live[i] = true;
+            w.stack.push(i as u32);
+            if node.kept || w.trial[i] < 0 {
+                // Opaque right now (a locked cell) or seen inconsistently
+                // while it changed: not known to be live, so look again
+                // next time.
+                rebuffer(node.header);
+            }
         }
     }
-    while let Some(i) = stack.pop() {
-        let (a, b) = graph.nodes[i].edges;
-        for &j in &graph.edges[a..b] {
-            if !live[j] {
-                live[j] = true;
-                stack.push(j);
+    while let Some(i) = w.stack.pop() {
+        let (a, b) = w.nodes[i as usize].edges;
+        for &j in &w.edges[a as usize..b as usize] {
+            if !w.live[j as usize] {
+                w.live[j as usize] = true;
+                w.stack.push(j);
             }
         }
     }
 
-    // 4. Components of the candidate garbage (union-find), then validation.
-    let mut parent: Vec<usize> = (0..n).collect();
-    fn find(parent: &mut [usize], mut i: usize) -> usize {
-        while parent[i] != i {
-            parent[i] = parent[parent[i]];
-            i = parent[i];
+    // 4. Components of the candidate garbage (union-find), grouped without
+    //    hashing, then validated one by one.
+    w.parent.extend(0..n as u32);
+    fn find(parent: &mut [u32], mut i: u32) -> u32 {
+        while parent[i as usize] != i {
+            parent[i as usize] = parent[parent[i as usize] as usize];
+            i = parent[i as usize];
         }
         i
     }
-    for i in (0..n).filter(|&i| !live[i]) {
-        let (a, b) = graph.nodes[i].edges;
-        for k in a..b {
-            let j = graph.edges[k];
-            if !live[j] {
-                let (ri, rj) = (find(&mut parent, i), find(&mut parent, j));
-                parent[ri] = rj;
+    for i in 0..n {
+        if w.live[i] {
+            continue;
+        }
+        let (a, b) = w.nodes[i].edges;
+        for k in a as usize..b as usize {
+            let j = w.edges[k];
+            if !w.live[j as usize] {
+                let ri = find(&mut w.parent, i as u32);
+                let rj = find(&mut w.parent, j);
+                w.parent[ri as usize] = rj;
             }
         }
     }
-    let mut components: HashMap<usize, Vec<usize>> = HashMap::new();
-    for i in (0..n).filter(|&i| !live[i]) {
-        let root = find(&mut parent, i);
-        components.entry(root).or_default().push(i);
-    }
-    let mut doomed = Vec::new();
-    let mut member_of = vec![usize::MAX; n];
-    for (root, members) in components {
-        for &m in &members {
-            member_of[m] = root;
+    // Number the components (by root), count their members, then lay the
+    // members out grouped: `members[bounds[c]..bounds[c + 1]]`.
+    w.member_of.resize(n, NONE);
+    let mut components = 0u32;
+    for i in 0..n {
+        if w.live[i] {
+            continue;
         }
-        if validate(&graph, &members, root, &member_of) {
-            doomed.extend_from_slice(&members);
+        let root = find(&mut w.parent, i as u32) as usize;
+        if w.member_of[root] == NONE {
+            w.member_of[root] = components;
+            components += 1;
+        }
+        w.member_of[i] = w.member_of[root];
+    }
+    w.bounds.resize(components as usize + 1, 0);
+    for i in 0..n {
+        if !w.live[i] {
+            w.bounds[w.member_of[i] as usize + 1] += 1;
+        }
+    }
+    for c in 0..components as usize {
+        w.bounds[c + 1] += w.bounds[c];
+    }
+    let garbage = w.bounds[components as usize] as usize;
+    w.members.resize(garbage, 0);
+    // `stack` is empty: reuse it as the fill cursor of each component.
+    w.stack.extend_from_slice(&w.bounds[..components as usize]);
+    for i in 0..n {
+        if !w.live[i] {
+            let c = w.member_of[i] as usize;
+            w.members[w.stack[c] as usize] = i as u32;
+            w.stack[c] += 1;
+        }
+    }
+    w.stack.clear();
+    for c in 0..components {
+        let (a, b) = (
+            w.bounds[c as usize] as usize,
+            w.bounds[c as usize + 1] as usize,
+        );
+        if validate(w, a, b, c) {
+            w.doomed.extend_from_slice(&w.members[a..b]);
         } else {
-            for &m in &members {
-                rebuffer(&graph, m);
+            for &m in &w.members[a..b] {
+                rebuffer(w.nodes[m as usize].header);
             }
         }
     }
 
     // 5. Free the doomed: dead first, then drop every value, then memory.
-    for &m in &doomed {
+    for &m in &w.doomed {
         // SAFETY: validation proved that no other thread can reach `m`
         // (module docs), so nobody reads the flag concurrently.
-        unsafe { graph.nodes[m].header.as_ref().dead.set() };
+        unsafe { w.nodes[m as usize].header.as_ref().dead.set() };
     }
     let mut panic = None;
-    for &m in &doomed {
-        let header = graph.nodes[m].header;
+    for &m in &w.doomed {
+        let header = w.nodes[m as usize].header;
         // SAFETY: doomed and held: the value is alive and ours alone.
         let result = catch_unwind(AssertUnwindSafe(|| unsafe {
             (header.as_ref().vtable.drop_value)(header)
@@ -251,91 +443,96 @@ fn collect_locked(global: &Global) -> (usize, usize) {
         // SAFETY: still held.
         unsafe { header.as_ref() }.word.fetch_or(GONE, Release);
     }
-    let freed = doomed.len();
+    let freed = w.doomed.len();
     global.freed_by_collector.fetch_add(freed as u64, Relaxed);
-    for &m in &doomed {
-        graph.release(m);
+    for k in 0..w.doomed.len() {
+        let m = w.doomed[k] as usize;
+        w.release(m);
     }
 
     // 6. Everything else.
-    drop(graph);
+    w.guards.clear();
+    for i in 0..w.nodes.len() {
+        w.release(i);
+    }
 
     let pause = start.elapsed().as_nanos() as u64;
     global.collections.fetch_add(1, Relaxed);
     global.nodes_traced.fetch_add(traced as u64, Relaxed);
-    global.last_traced.store(traced as u64, Relaxed);
+    global
+        .last_live_traced
+        .store((traced - freed) as u64, Relaxed);
     global.total_pause_ns.fetch_add(pause, Relaxed);
     global.max_pause_ns.fetch_max(pause, Relaxed);
-    if let Some(payload) = panic {
-        resume_unwind(payload);
-    }
-    (freed, traced)
+    (freed, traced, panic)
 }
 
-/// Buffers node `i` again (we hold it) so a later collection retries it.
-fn rebuffer(graph: &Graph, i: usize) {
-    let header = graph.nodes[i].header;
+/// Buffers an object we hold again so a later collection retries it.
+fn rebuffer(header: NonNull<Header>) {
     // SAFETY: we hold `header`.
     if unsafe { header.as_ref() }.rebuffer() {
         push_root_quietly(Entry(header));
     }
 }
 
-/// Validates one candidate component and, on success, dooms it.
-fn validate(graph: &Graph, members: &[usize], id: usize, member_of: &[usize]) -> bool {
+/// Validates component `id` (members `w.members[a..b]`) and, on success,
+/// dooms it.
+fn validate(w: &mut Work, a: usize, b: usize, id: u32) -> bool {
     // Σ-test: all cells locked at once; every member's snapshot count must be
-    // its internal in-degree plus our hold.
-    let mut need: HashMap<usize, i64> = members
-        .iter()
-        .map(|&m| (m, count(graph.nodes[m].word) as i64 - 1))
-        .collect();
-    let mut guards = Vec::new();
-    let mut edges = Vec::new();
+    // its internal in-degree plus our hold. `trial` holds the remaining
+    // counts of this component's members.
+    for k in a..b {
+        let m = w.members[k] as usize;
+        w.trial[m] = count(w.nodes[m].word) as i64 - 1;
+    }
     let mut closed = true;
-    for &m in members {
-        edges.clear();
-        // SAFETY: `m` is held until the graph is dropped, after `guards`.
-        if unsafe { trace_into(graph.nodes[m].header, &mut edges, &mut guards) } {
+    for k in a..b {
+        let m = w.members[k] as usize;
+        w.targets.clear();
+        // SAFETY: `m` is held until `finish`, after `guards` is emptied.
+        if unsafe { trace_into(w.nodes[m].header, &mut w.targets, &mut w.guards) } {
             closed = false;
             break;
         }
-        for target in &edges {
-            if let Some(&j) = graph.index.get(&target.cast::<Header>()) {
-                if member_of[j] == id {
-                    *need.get_mut(&j).expect("member") -= 1;
+        for t in 0..w.targets.len() {
+            let target = w.targets[t].cast::<Header>();
+            // SAFETY: reported by a handle in a locked cell or held object.
+            if let Some(j) = unsafe { w.lookup(target) } {
+                if w.member_of[j as usize] == id {
+                    w.trial[j as usize] -= 1;
                 }
             }
         }
     }
-    closed = closed && need.values().all(|&k| k == 0);
+    closed = closed && w.members[a..b].iter().all(|&m| w.trial[m as usize] == 0);
     // t*: every cell of the component is locked right now.
-    drop(guards);
+    w.guards.clear();
     if !closed {
         return false;
     }
 
     // Δ-test: no clone, drop, upgrade or buffering happened on any member
     // since its snapshot, which covers t*.
-    for (k, &m) in members.iter().enumerate() {
-        let node = &graph.nodes[m];
+    for k in a..b {
+        let node = &w.nodes[w.members[k] as usize];
         // SAFETY: held.
         let word = &unsafe { node.header.as_ref() }.word;
         if word
             .compare_exchange(node.word, node.word | CLAIMED, AcqRel, Acquire)
             .is_err()
         {
-            for &undo in &members[..k] {
+            for &undo in &w.members[a..k] {
                 // SAFETY: held.
-                unsafe { graph.nodes[undo].header.as_ref() }
+                unsafe { w.nodes[undo as usize].header.as_ref() }
                     .word
                     .fetch_and(!CLAIMED, AcqRel);
             }
             return false;
         }
     }
-    for &m in members {
+    for &m in &w.members[a..b] {
         // SAFETY: held.
-        unsafe { graph.nodes[m].header.as_ref() }
+        unsafe { w.nodes[m as usize].header.as_ref() }
             .word
             .fetch_or(DOOMED, AcqRel);
     }

@@ -119,11 +119,19 @@ fn dead() -> ! {
     panic!("dereferenced a recycler::sync::Gc whose cycle was collected")
 }
 
-// SAFETY: a `Gc` owns exactly one strong reference, reported once.
+// SAFETY: a `Gc` owns exactly one strong reference, reported at most once.
+// It is not reported when `T` cannot own pointers: such an object is never
+// buffered or traced, can never be on a cycle and is freed by counting once
+// its owners go. Leaving it out of the graph keeps the edge as an external
+// reference in its count, which is always safe (reporting fewer pointers
+// only makes the collector more conservative); the same as the
+// single-threaded `Gc`.
 unsafe impl<T: Trace> Trace for Gc<T> {
     #[inline]
     fn trace(&self, tracer: &mut Tracer<'_>) {
-        tracer.edge(Family::Sync, self.ptr.cast());
+        if T::MAY_CONTAIN_GC {
+            tracer.edge(Family::Sync, self.ptr.cast());
+        }
     }
 }
 

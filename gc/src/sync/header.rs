@@ -95,9 +95,53 @@ pub(crate) struct VTable {
 pub(crate) struct Header {
     pub(crate) word: AtomicU64,
     pub(crate) weak: AtomicUsize,
-    pub(crate) dead: DeadFlag,
     pub(crate) vtable: &'static VTable,
+    /// Collector-private: the object's node in the running collection's
+    /// graph (fits in the padding before `dead`, so the header stays 32 bytes).
+    pub(crate) slot: GraphSlot,
+    pub(crate) dead: DeadFlag,
 }
+
+/// Where the running collection keeps an object's node index, so that
+/// looking an object up needs no hash table.
+///
+/// Only the thread holding the collector lock reads or writes it (the
+/// collector mutex orders successive collectors; allocation writes the
+/// initial value before the object is published). A stale value from an
+/// earlier collection is harmless: the collector only believes it when the
+/// node at that index has this very header (see `collector.rs`), and distinct
+/// live objects have distinct addresses.
+pub(crate) struct GraphSlot(UnsafeCell<u32>);
+
+impl GraphSlot {
+    fn new() -> Self {
+        GraphSlot(UnsafeCell::new(u32::MAX))
+    }
+
+    /// The index recorded by a collection (possibly an earlier one).
+    ///
+    /// # Safety
+    /// The caller holds the collector lock and the header is alive.
+    #[inline]
+    pub(crate) unsafe fn get(&self) -> u32 {
+        // SAFETY: only collector-lock holders access the cell (see type docs).
+        unsafe { *self.0.get() }
+    }
+
+    /// Records the object's node index.
+    ///
+    /// # Safety
+    /// The caller holds the collector lock and the header is alive.
+    #[inline]
+    pub(crate) unsafe fn set(&self, index: u32) {
+        // SAFETY: only collector-lock holders access the cell (see type docs).
+        unsafe { *self.0.get() = index }
+    }
+}
+
+// SAFETY: the cell is accessed only by the thread holding the collector
+// lock, whose mutex orders the accesses of successive collectors.
+unsafe impl Sync for GraphSlot {}
 
 /// An allocation: header followed by the value.
 #[repr(C)]
@@ -113,8 +157,9 @@ impl<T> Inner<T> {
             header: Header {
                 word: AtomicU64::new(count),
                 weak: AtomicUsize::new(1),
-                dead: DeadFlag::new(),
                 vtable,
+                slot: GraphSlot::new(),
+                dead: DeadFlag::new(),
             },
             value: UnsafeCell::new(ManuallyDrop::new(value)),
         });
@@ -483,3 +528,7 @@ impl Header {
         }
     }
 }
+
+// The graph slot lives in what was padding: the header stays four words.
+#[cfg(all(not(loom), target_pointer_width = "64"))]
+const _: () = assert!(core::mem::size_of::<Header>() == 32);

@@ -47,7 +47,8 @@
 //! Each object has a 64-bit header word: strong count, `BUFFERED`, `ARMED`,
 //! `CLAIMED`, `DOOMED`, `GONE` and a modification counter that every mutator
 //! RMW bumps (see `header.rs`). A collection (one at a time, `try_lock`ed,
-//! never waited for) drains every thread's buffer, takes a *hold* (a strong
+//! waited for only boundedly by a thread whose garbage outruns it; see
+//! *Policies*) drains every thread's buffer, takes a *hold* (a strong
 //! reference) on each live root, traces breadth-first — each object's cells
 //! locked with `try_lock` while it is traced, and a hold taken on every new
 //! target *before* those locks are released — and runs trial deletion on
@@ -129,12 +130,33 @@
 //!
 //! Collections are triggered per thread, by the thread that buffers a root,
 //! according to its [`Policy`]: `Adaptive` collects when the roots this thread
-//! buffered since its last trigger reach the number of nodes the last
-//! collection traced (at least 256) — amortised work, no tiny floor; `Nim16`
-//! ports Nim 1.6.12's rule on this thread's buffer length (threshold from
-//! 128; after a collection, `max(t / 3 * 2, 16)` if `freed * 2 >= traced`,
-//! else `t * 3 / 2`); `Manual` only collects on [`collect`]. Generations are
-//! not implemented for the thread-safe collector.
+//! buffered since the last collection (by any thread) reach the number of
+//! objects the last collection traced and found *live* — the work it wasted,
+//! as the single-threaded collector's young threshold — and at least 1024.
+//! Garbage a collection frees does not raise the threshold, so each thread
+//! leaves at most `max(1024, live traced)` roots between collections.
+//! Because one thread collecting can be slower than another that only
+//! allocates, a thread that has buffered four times its threshold while
+//! another thread collects waits for that collection (at most 10 ms per
+//! buffering, so a destructor of that collection needing a lock the thread
+//! holds delays it, never deadlocks it; never from inside a collection), then
+//! collects: the garbage stays bounded under steady churn. `Nim16` ports Nim
+//! 1.6.12's rule on this thread's buffer length (threshold from 128; after a
+//! collection, `max(t / 3 * 2, 16)` if `freed * 2 >= traced`, else
+//! `t * 3 / 2`); `Manual` only collects on [`collect`]. Generations are not
+//! implemented for the thread-safe collector.
+//!
+//! # Graph bookkeeping
+//!
+//! The collector numbers the objects it holds; an object's number is stored
+//! in a collector-only slot of its header (in what would be padding), so
+//! resolving an edge needs no hash table: the slot is believed only when the
+//! node it names has that very header (a stale number from an earlier
+//! collection names another node or none). Components, trial counts and
+//! Σ-test counts live in vectors indexed by node number, and every buffer
+//! is kept behind the collector lock for the next collection. An edge to a
+//! `sync::Gc<T>` whose `T` cannot own pointers is not reported (the leaf is
+//! not in the graph; its count keeps that edge as an external reference).
 
 mod cells;
 mod collector;

@@ -6,10 +6,16 @@
 //!   counters that only its owner writes. No mutator operation touches a
 //!   lock or counter shared with other threads.
 //! - The registry (a global mutex) is touched only when a thread starts or
-//!   exits and by collections. A thread's exit moves its entries to the
-//!   orphan list, which the next collection drains.
-//! - The collector mutex is only ever `try_lock`ed: one collection at a
-//!   time, and a thread that finds one running simply carries on.
+//!   exits, by collections and by `stats`. A thread's exit moves its entries
+//!   to the orphan list, which the next collection drains, and its counters
+//!   to the retired totals, both under the registry lock so that `stats`
+//!   (which reads under it) counts the thread exactly once.
+//! - The collector mutex (which also keeps the collector's buffers) is
+//!   `try_lock`ed: one collection at a time, and a thread that finds one
+//!   running carries on — unless, under the Adaptive policy, it has
+//!   buffered four times its threshold meanwhile: then it waits for the
+//!   running collection at most 10 ms per buffering (pacing; see the module
+//!   docs of `sync`).
 
 use core::cell::Cell;
 use core::ptr::NonNull;
@@ -17,6 +23,7 @@ use core::sync::atomic::AtomicU64 as StatCounter;
 use core::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
+use super::collector::Work;
 use super::header::Header;
 use super::prim::{thread_local, Mutex, MutexGuard};
 use crate::{Policy, Stats};
@@ -33,8 +40,10 @@ unsafe impl Send for Entry {}
 const NIM_START: usize = 128;
 /// Nim's floor.
 const NIM_FLOOR: usize = 16;
-/// Smallest number of new roots between two adaptive collections.
-const ADAPTIVE_MIN: usize = 256;
+/// Smallest number of new roots (per thread) between two adaptive
+/// collections: bounds the garbage a thread leaves between collections when
+/// little is live.
+const ADAPTIVE_MIN: usize = 1024;
 
 /// Counters a thread writes alone (statistics are sums over threads).
 #[derive(Default)]
@@ -61,15 +70,19 @@ pub(crate) struct Slot {
 pub(crate) struct Global {
     registry: Mutex<Vec<Arc<Slot>>>,
     orphans: Mutex<Vec<Entry>>,
-    /// Counters of threads that exited, plus everything the collector counts.
-    pub(crate) collector_lock: Mutex<()>,
+    /// One collection at a time; holds the collector's reusable buffers.
+    collector_lock: Mutex<Work>,
+    /// Counters of threads that exited (updated under the registry lock, so
+    /// that `stats` sees an exiting thread exactly once), plus everything
+    /// the collector counts.
     retired_allocated: StatCounter,
     retired_freed_by_rc: StatCounter,
     retired_roots: StatCounter,
     pub(crate) freed_by_collector: StatCounter,
     pub(crate) collections: StatCounter,
     pub(crate) nodes_traced: StatCounter,
-    pub(crate) last_traced: StatCounter,
+    /// Objects the last collection traced and found live (wasted work).
+    pub(crate) last_live_traced: StatCounter,
     pub(crate) total_pause_ns: StatCounter,
     pub(crate) max_pause_ns: StatCounter,
 }
@@ -79,14 +92,14 @@ impl Global {
         Global {
             registry: Mutex::new(Vec::new()),
             orphans: Mutex::new(Vec::new()),
-            collector_lock: Mutex::new(()),
+            collector_lock: Mutex::new(Work::default()),
             retired_allocated: StatCounter::new(0),
             retired_freed_by_rc: StatCounter::new(0),
             retired_roots: StatCounter::new(0),
             freed_by_collector: StatCounter::new(0),
             collections: StatCounter::new(0),
             nodes_traced: StatCounter::new(0),
-            last_traced: StatCounter::new(0),
+            last_live_traced: StatCounter::new(0),
             total_pause_ns: StatCounter::new(0),
             max_pause_ns: StatCounter::new(0),
         }
@@ -102,8 +115,18 @@ impl Global {
     }
 
     /// The collector lock, if no collection is running.
-    pub(crate) fn try_collector(&self) -> Option<MutexGuard<'_, ()>> {
+    pub(crate) fn try_collector(&self) -> Option<MutexGuard<'_, Work>> {
         self.collector_lock.try_lock()
+    }
+
+    /// The collector lock, waiting at most `patience` for a running
+    /// collection to end.
+    #[cfg(not(loom))]
+    pub(crate) fn collector_within(
+        &self,
+        patience: core::time::Duration,
+    ) -> Option<MutexGuard<'_, Work>> {
+        self.collector_lock.try_lock_for(patience)
     }
 }
 
@@ -148,8 +171,11 @@ struct Local {
     policy: Cell<Policy>,
     /// Nim16: the current threshold; Adaptive: unused.
     threshold: Cell<usize>,
-    /// Roots this thread buffered since it last triggered a collection.
+    /// Roots this thread buffered since the last collection (by any thread)
+    /// that it noticed.
     since: Cell<usize>,
+    /// `Global::collections` when `since` was last reset.
+    epoch: Cell<u64>,
 }
 
 impl Local {
@@ -166,6 +192,7 @@ impl Local {
             policy: Cell::new(Policy::default()),
             threshold: Cell::new(NIM_START),
             since: Cell::new(0),
+            epoch: Cell::new(0),
         }
     }
 }
@@ -173,8 +200,13 @@ impl Local {
 impl Drop for Local {
     /// Thread exit: hand the buffer over and fold the counters into the
     /// retired totals.
+    ///
+    /// All of it happens under the registry lock, which `stats` also holds
+    /// while it reads: it sees this thread either in the registry or in the
+    /// retired totals and orphans, never both and never neither.
     fn drop(&mut self) {
         let global = &self.global;
+        let mut registry = global.registry.lock();
         let entries = core::mem::take(&mut *self.slot.entries.lock());
         global.orphans.lock().extend(entries);
         let c = &self.slot.counters;
@@ -187,10 +219,7 @@ impl Drop for Local {
         global
             .retired_roots
             .fetch_add(c.roots_buffered.load(Relaxed), Relaxed);
-        global
-            .registry
-            .lock()
-            .retain(|slot| !Arc::ptr_eq(slot, &self.slot));
+        registry.retain(|slot| !Arc::ptr_eq(slot, &self.slot));
     }
 }
 
@@ -200,7 +229,12 @@ thread_local! {
 
 /// Counts an allocation on this thread.
 pub(crate) fn count_allocated() {
-    let _ = LOCAL.try_with(|l| Counters::bump(&l.slot.counters.allocated));
+    if LOCAL
+        .try_with(|l| Counters::bump(&l.slot.counters.allocated))
+        .is_err()
+    {
+        global().retired_allocated.fetch_add(1, Relaxed);
+    }
 }
 
 /// Counts a value freed because its count reached zero.
@@ -213,8 +247,32 @@ pub(crate) fn count_freed_by_rc() {
     }
 }
 
+/// Roots (as a multiple of its Adaptive threshold) that a thread may buffer
+/// while another thread's collection runs before it waits for that
+/// collection (see [`PATIENCE`]).
+const PACE: usize = 4;
+/// The longest a thread waits for a running collection at one buffering.
+const PATIENCE: core::time::Duration = core::time::Duration::from_millis(10);
+
+/// What a buffering asks for.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Due {
+    No,
+    /// Collect if no other thread is collecting.
+    Collect,
+    /// This thread's garbage is outrunning a running collection: wait for
+    /// it (boundedly), then collect.
+    Pace,
+}
+
 /// Pushes a new buffer entry and runs a collection if this thread's policy
 /// says one is due (and no other thread is collecting).
+///
+/// With the Adaptive policy a thread that has buffered [`PACE`] times its
+/// threshold while another thread collects waits up to [`PATIENCE`] for
+/// that collection to end (then collects): without such pacing, one thread
+/// collecting cannot keep up with another that only allocates, and the
+/// garbage of each interval grows with the previous collection's pause.
 pub(crate) fn push_root(entry: Entry) {
     let due = LOCAL.try_with(|l| {
         let len = {
@@ -223,21 +281,46 @@ pub(crate) fn push_root(entry: Entry) {
             entries.len()
         };
         Counters::bump(&l.slot.counters.roots_buffered);
-        l.since.set(l.since.get() + 1);
         match l.policy.get() {
-            Policy::Manual => false,
-            Policy::Nim16 => len >= l.threshold.get(),
+            Policy::Manual => Due::No,
+            Policy::Nim16 if len >= l.threshold.get() => Due::Collect,
+            Policy::Nim16 => Due::No,
             Policy::Adaptive => {
-                let last = global().last_traced.load(Relaxed) as usize;
-                l.since.get() >= ADAPTIVE_MIN.max(last)
+                // A collection by any thread drained this thread's roots
+                // too: count only the roots buffered since.
+                let global = global();
+                let epoch = global.collections.load(Relaxed);
+                if epoch != l.epoch.get() {
+                    l.epoch.set(epoch);
+                    l.since.set(0);
+                }
+                l.since.set(l.since.get() + 1);
+                // Collect once the roots could pay for the live objects the
+                // last collection traced in vain (as the single-threaded
+                // collector's young threshold), at least `ADAPTIVE_MIN`.
+                let wasted = global.last_live_traced.load(Relaxed) as usize;
+                let threshold = ADAPTIVE_MIN.max(wasted);
+                if l.since.get() >= threshold.saturating_mul(PACE) {
+                    Due::Pace
+                } else if l.since.get() >= threshold {
+                    Due::Collect
+                } else {
+                    Due::No
+                }
             }
         }
     });
+    let due = due.map(|due| match due {
+        Due::No => None,
+        Due::Collect => Some(super::collector::try_collect()),
+        Due::Pace => Some(super::collector::collect_paced(PATIENCE)),
+    });
     match due {
-        Ok(true) => {
-            if let Some((freed, touched)) = super::collector::try_collect() {
+        Ok(Some(collected)) => {
+            if let Some((freed, touched)) = collected {
                 let _ = LOCAL.try_with(|l| {
                     l.since.set(0);
+                    l.epoch.set(global().collections.load(Relaxed));
                     if l.policy.get() == Policy::Nim16 {
                         let t = l.threshold.get();
                         l.threshold.set(if freed * 2 >= touched {
@@ -249,7 +332,7 @@ pub(crate) fn push_root(entry: Entry) {
                 });
             }
         }
-        Ok(false) => {}
+        Ok(None) => {}
         Err(_) => global().orphans.lock().push(entry),
     }
 }
@@ -280,11 +363,13 @@ pub(crate) fn nim_threshold() -> usize {
 /// Process-wide statistics.
 pub(crate) fn stats() -> Stats {
     let global = global();
+    // Under the registry lock: an exiting thread moves its counters and
+    // entries to the retired totals and orphans under the same lock.
+    let registry = global.registry.lock();
     let mut allocated = global.retired_allocated.load(Relaxed);
     let mut freed_by_rc = global.retired_freed_by_rc.load(Relaxed);
     let mut roots_now = global.orphans.lock().len() as u64;
-    let _ = global.retired_roots.load(Relaxed);
-    for slot in global.registry.lock().iter() {
+    for slot in registry.iter() {
         allocated += slot.counters.allocated.load(Relaxed);
         freed_by_rc += slot.counters.freed_by_rc.load(Relaxed);
         roots_now += slot.entries.lock().len() as u64;

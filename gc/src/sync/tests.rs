@@ -211,6 +211,48 @@ fn non_candidate_types_are_never_buffered() {
     assert_eq!(&*a, "leaf");
 }
 
+/// An edge to an object that cannot own pointers is not traced: the leaf
+/// is not in the graph (its count keeps the edge as an external reference)
+/// and is freed by counting once its owners go.
+#[test]
+fn leaf_edges_are_not_traced() {
+    let _s = serial();
+    struct Pair {
+        next: Mutex<Option<Gc<Pair>>>,
+        leaf: Gc<String>,
+    }
+    // SAFETY: reports each owned handle once (as the derive would).
+    unsafe impl Trace for Pair {
+        fn trace(&self, tracer: &mut Tracer<'_>) {
+            self.next.trace(tracer);
+            self.leaf.trace(tracer);
+        }
+    }
+    collect();
+    let leaf = Gc::new(String::from("leaf"));
+    let a = Gc::new(Pair {
+        next: Mutex::new(None),
+        leaf: leaf.clone(),
+    });
+    let b = Gc::new(Pair {
+        next: Mutex::new(Some(a.clone())),
+        leaf: leaf.clone(),
+    });
+    *a.next.lock().unwrap() = Some(b.clone());
+    let weak = Gc::downgrade(&a);
+    drop((a, b));
+    let before = stats();
+    collect();
+    let after = stats();
+    assert!(weak.upgrade().is_none());
+    assert_eq!(after.freed_by_collector, before.freed_by_collector + 2);
+    assert_eq!(after.nodes_traced, before.nodes_traced + 2, "leaf traced");
+    assert_eq!(Gc::strong_count(&leaf), 1);
+    assert_eq!(&*leaf, "leaf");
+    drop(leaf);
+    assert_eq!(stats().freed_by_rc, after.freed_by_rc + 1);
+}
+
 #[test]
 fn get_mut_try_unwrap_and_buffered_objects() {
     let _s = serial();
