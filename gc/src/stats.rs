@@ -5,7 +5,7 @@ use core::time::Duration;
 /// A snapshot of one collector's counters.
 ///
 /// The single-threaded collector keeps one set per thread
-/// ([`crate::stats`]); counts cover the `Gc` and `Rc` objects allocated on that
+/// ([`crate::stats()`]); counts cover the `Gc` and `Rc` objects allocated on that
 /// thread.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]

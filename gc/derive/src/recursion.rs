@@ -1,0 +1,159 @@
+//! Self-references in field types, for `MAY_CONTAIN_GC` of recursive types.
+//!
+//! `MAY_CONTAIN_GC` of `enum Expr { Num(i64), Add(Box<Expr>, Box<Expr>) }`
+//! written naively refers to itself, and const evaluation reports a cycle.
+//! The value wanted is the *least* fixed point of the equation
+//! `may(Expr) = may(i64) || may(Box<Expr>) || ...`: a recursive type can own
+//! a `Gc` only if some non-recursive part of it can. Because every field's
+//! `MAY_CONTAIN_GC` is a monotone function of `may(Expr)` (an `||` of its
+//! parts), the least fixed point is the value computed with `may(Expr) =
+//! false`; so each self-reference is replaced by `RecursionMarker`, a leaf.
+//!
+//! Only self-references with the type's own generic arguments in order
+//! (`List<T>` inside `List<T>`, or `Self`) are replaced. A field that
+//! mentions the type with other arguments (`Nested<Vec<T>>` inside
+//! `Nested<T>`, polymorphic recursion) or in a position the replacement
+//! could change the meaning of (a qualified path, a macro) makes that field
+//! count as `true`: conservative, and free of const cycles.
+
+use proc_macro2::{TokenStream, TokenTree};
+use syn::visit_mut::VisitMut;
+use syn::{Expr, GenericArgument, GenericParam, Generics, Ident, PathArguments, Type};
+
+/// Replaces the self-references to the type `name<generics>` in `ty` by
+/// `marker`; `None` if one could not be replaced (the field counts as `true`).
+pub(crate) fn replace_self(
+    ty: &Type,
+    name: &Ident,
+    generics: &Generics,
+    marker: &Type,
+) -> Option<Type> {
+    let mut ty = ty.clone();
+    let mut replacer = Replacer {
+        name,
+        generics,
+        marker,
+        qself_depth: 0,
+        conservative: false,
+    };
+    replacer.visit_type_mut(&mut ty);
+    (!replacer.conservative).then_some(ty)
+}
+
+struct Replacer<'a> {
+    name: &'a Ident,
+    generics: &'a Generics,
+    marker: &'a Type,
+    qself_depth: usize,
+    conservative: bool,
+}
+
+enum Reference {
+    NotSelf,
+    Identity,
+    Other,
+}
+
+impl Replacer<'_> {
+    fn classify(&self, ty: &Type) -> Reference {
+        let Type::Path(tp) = ty else {
+            return Reference::NotSelf;
+        };
+        if tp.qself.is_some() || tp.path.leading_colon.is_some() {
+            return Reference::NotSelf;
+        }
+        let segments: Vec<_> = tp.path.segments.iter().collect();
+        let last = match segments.as_slice() {
+            [only] if only.ident == "Self" => {
+                return if only.arguments.is_none() {
+                    Reference::Identity
+                } else {
+                    Reference::Other
+                };
+            }
+            [only] => only,
+            [first, only] if first.ident == "self" && first.arguments.is_none() => only,
+            _ => return Reference::NotSelf,
+        };
+        if last.ident != *self.name {
+            return Reference::NotSelf;
+        }
+        if self.is_identity(&last.arguments) {
+            Reference::Identity
+        } else {
+            Reference::Other
+        }
+    }
+
+    /// Whether `args` are exactly the type's own parameters, in order.
+    fn is_identity(&self, args: &PathArguments) -> bool {
+        let params = &self.generics.params;
+        let args = match args {
+            PathArguments::None => return params.is_empty(),
+            PathArguments::AngleBracketed(a) => &a.args,
+            PathArguments::Parenthesized(_) => return false,
+        };
+        args.len() == params.len()
+            && params
+                .iter()
+                .zip(args)
+                .all(|(param, arg)| match (param, arg) {
+                    (GenericParam::Lifetime(p), GenericArgument::Lifetime(a)) => p.lifetime == *a,
+                    (GenericParam::Type(p), GenericArgument::Type(a)) => is_ident_type(a, &p.ident),
+                    (GenericParam::Const(p), GenericArgument::Type(a)) => {
+                        is_ident_type(a, &p.ident)
+                    }
+                    (GenericParam::Const(p), GenericArgument::Const(a)) => {
+                        is_ident_expr(a, &p.ident)
+                    }
+                    _ => false,
+                })
+    }
+
+    fn mentions_self(&self, tokens: TokenStream) -> bool {
+        tokens.into_iter().any(|tree| match tree {
+            TokenTree::Ident(ident) => ident == *self.name || ident == "Self",
+            TokenTree::Group(group) => self.mentions_self(group.stream()),
+            TokenTree::Punct(_) | TokenTree::Literal(_) => false,
+        })
+    }
+}
+
+fn is_ident_type(ty: &Type, ident: &Ident) -> bool {
+    matches!(ty, Type::Path(tp) if tp.qself.is_none() && tp.path.is_ident(ident))
+}
+
+fn is_ident_expr(expr: &Expr, ident: &Ident) -> bool {
+    match expr {
+        Expr::Path(p) => p.qself.is_none() && p.path.is_ident(ident),
+        Expr::Block(b) => match b.block.stmts.as_slice() {
+            [syn::Stmt::Expr(inner, None)] => is_ident_expr(inner, ident),
+            _ => false,
+        },
+        _ => false,
+    }
+}
+
+impl VisitMut for Replacer<'_> {
+    fn visit_type_mut(&mut self, ty: &mut Type) {
+        match self.classify(ty) {
+            Reference::Identity if self.qself_depth == 0 => *ty = self.marker.clone(),
+            Reference::Identity | Reference::Other => self.conservative = true,
+            Reference::NotSelf => match ty {
+                Type::Macro(mac) => {
+                    if self.mentions_self(mac.mac.tokens.clone()) {
+                        self.conservative = true;
+                    }
+                }
+                // `<A as Tr<B>>::X`: replacing `A` or `B` would name another
+                // projection, so a self-reference in it is not replaced.
+                Type::Path(tp) if tp.qself.is_some() => {
+                    self.qself_depth += 1;
+                    syn::visit_mut::visit_type_mut(self, ty);
+                    self.qself_depth -= 1;
+                }
+                _ => syn::visit_mut::visit_type_mut(self, ty),
+            },
+        }
+    }
+}

@@ -1,0 +1,575 @@
+//! The per-thread cycle collector: roots buffers, triggers, and the freeing of
+//! garbage cycles.
+//!
+//! # Roots
+//! A `Gc` to a type that may own pointers ([`Trace::MAY_CONTAIN_GC`]) is
+//! *buffered* the first time its strong count drops to a value above zero: it
+//! may have become the entry of an unreachable cycle. Buffering sets the
+//! object's `BUFFERED` flag and records its index, so later decrements cost
+//! one branch and removing an object freed by counting is O(1) (swap-remove).
+//! Young and old objects go to separate buffers.
+//!
+//! # Generations
+//! Objects that a collection finds live are *promoted* (flag `OLD`) under the
+//! default [`Policy::Adaptive`]. A minor collection starts from the young roots
+//! only and does not enter old objects: an edge to an old object is ignored and
+//! the old object keeps that reference as an external one, which can only keep
+//! things alive. Long-lived hubs therefore stop costing anything. A full
+//! collection starts from both buffers and enters everything; it runs when the
+//! objects promoted since the last full one plus the old roots waiting exceed
+//! [`AdaptiveConfig::full_fraction`] of the old population then (CPython's
+//! rule), so its cost is amortised over that growth. [`collect`] is always full.
+//!
+//! # Triggers
+//! * Adaptive: a minor collection when the young roots reach
+//!   `max(min_roots, objects the previous collection found live)`: each
+//!   collection's wasted work (tracing live objects) is paid for by as many new
+//!   roots, and the memory waiting for collection stays bounded.
+//! * Nim16: Nim 1.6.12's rule (see [`Policy::Nim16`]); every collection is
+//!   full, as Nim's was.
+//! * Manual: only [`collect`].
+//!
+//! # Freeing garbage
+//! First every garbage object is flagged `DEAD` and given a *hold* (one extra
+//! strong count), so that no member is freed while the others' values are
+//! dropped; then the values are dropped (a panic in one does not stop the
+//! others, the first is re-raised afterwards); then the holds are released and
+//! the memory of every object without handles is freed. A handle that survives
+//! (a `Drop` stored a clone of a member somewhere) points to a dead object:
+//! dereferencing it panics, [`crate::Gc::try_deref`] returns `None`, and its
+//! memory is freed when that handle goes. A collection requested while one is
+//! running (from a `Drop`, say) runs right after it.
+
+mod graph;
+
+use core::cell::{Cell, RefCell};
+use core::ptr::NonNull;
+use std::panic::{self, AssertUnwindSafe};
+use std::time::{Duration, Instant};
+
+use self::graph::Graph;
+use crate::drop_queue;
+use crate::header::{self, Header, BUFFERED, DEAD, OLD};
+use crate::policy::Policy;
+use crate::stats::Stats;
+#[cfg(doc)]
+use crate::trace::Trace;
+
+/// Counters touched on hot paths: no destructor, so access is a plain
+/// thread-local load.
+struct Counters {
+    live: Cell<u64>,
+    freed_by_rc: Cell<u64>,
+    old_objects: Cell<u64>,
+    /// A collection is running on this thread.
+    collecting: Cell<bool>,
+    /// `collect` was called while one was running.
+    requested: Cell<bool>,
+}
+
+thread_local! {
+    static COUNTERS: Counters = const {
+        Counters {
+            live: Cell::new(0),
+            freed_by_rc: Cell::new(0),
+            old_objects: Cell::new(0),
+            collecting: Cell::new(false),
+            requested: Cell::new(false),
+        }
+    };
+    static STATE: RefCell<State> = RefCell::new(State::default());
+}
+
+/// Tuning of [`Policy::Adaptive`], set per thread with [`set_adaptive_config`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct AdaptiveConfig {
+    /// The fewest young roots that trigger a minor collection (default 1024).
+    pub min_roots: usize,
+    /// A full collection runs when objects promoted since the last one, plus
+    /// old roots waiting, exceed this fraction of the old objects counted at
+    /// the last full collection (default 0.25, as CPython).
+    pub full_fraction: f64,
+}
+
+impl Default for AdaptiveConfig {
+    fn default() -> Self {
+        AdaptiveConfig {
+            min_roots: 1024,
+            full_fraction: 0.25,
+        }
+    }
+}
+
+impl AdaptiveConfig {
+    /// Sets [`AdaptiveConfig::min_roots`] (at least 1).
+    pub fn min_roots(mut self, n: usize) -> Self {
+        self.min_roots = n.max(1);
+        self
+    }
+
+    /// Sets [`AdaptiveConfig::full_fraction`] (clamped to `0.0..=16.0`).
+    pub fn full_fraction(mut self, f: f64) -> Self {
+        self.full_fraction = if f.is_nan() { 0.25 } else { f.clamp(0.0, 16.0) };
+        self
+    }
+}
+
+/// Nim 1.6.12's initial and lowest thresholds.
+const NIM_INITIAL_THRESHOLD: usize = 128;
+const NIM_MIN_THRESHOLD: usize = 16;
+
+#[derive(Default)]
+struct State {
+    young: Vec<NonNull<Header>>,
+    old: Vec<NonNull<Header>>,
+    policy: Policy,
+    config: AdaptiveConfig,
+    /// Young roots that trigger the next minor collection (Adaptive).
+    young_threshold: usize,
+    /// Roots that trigger the next collection (Nim16).
+    nim_threshold: usize,
+    promoted_since_full: u64,
+    old_at_last_full: u64,
+    graph: Graph,
+    minor_collections: u64,
+    full_collections: u64,
+    nodes_traced: u64,
+    freed_by_collector: u64,
+    promoted: u64,
+    total_pause: Duration,
+    max_pause: Duration,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Minor,
+    Full,
+}
+
+impl State {
+    fn buffer_of(&mut self, h: &Header) -> &mut Vec<NonNull<Header>> {
+        if h.has(OLD) {
+            &mut self.old
+        } else {
+            &mut self.young
+        }
+    }
+
+    fn push(&mut self, object: NonNull<Header>) {
+        // SAFETY: callers pass live objects.
+        let h = unsafe { object.as_ref() };
+        let buffer = self.buffer_of(h);
+        h.set_slot(buffer.len());
+        h.set_flag(BUFFERED);
+        buffer.push(object);
+    }
+
+    fn remove(&mut self, object: NonNull<Header>) {
+        // SAFETY: callers pass live objects.
+        let h = unsafe { object.as_ref() };
+        let buffer = self.buffer_of(h);
+        let slot = h.slot();
+        debug_assert!(buffer[slot] == object);
+        buffer.swap_remove(slot);
+        if let Some(&moved) = buffer.get(slot) {
+            // SAFETY: buffered objects are live.
+            unsafe { moved.as_ref() }.set_slot(slot);
+        }
+        h.clear_flag(BUFFERED);
+    }
+
+    /// Which collection, if any, the policy asks for now.
+    fn due(&self) -> Option<Kind> {
+        match self.policy {
+            Policy::Manual => None,
+            Policy::Nim16 => (self.young.len() + self.old.len() >= self.nim_threshold_now())
+                .then_some(Kind::Full),
+            Policy::Adaptive => {
+                if self.full_due() {
+                    Some(Kind::Full)
+                } else if self.young.len() >= self.young_threshold.max(self.config.min_roots) {
+                    Some(Kind::Minor)
+                } else {
+                    None
+                }
+            }
+        }
+    }
+
+    fn full_due(&self) -> bool {
+        let pending = self.promoted_since_full + self.old.len() as u64;
+        let budget = (self.old_at_last_full as f64 * self.config.full_fraction) as u64;
+        pending > budget.max(self.config.min_roots as u64)
+    }
+
+    fn nim_threshold_now(&self) -> usize {
+        if self.nim_threshold == 0 {
+            NIM_INITIAL_THRESHOLD
+        } else {
+            self.nim_threshold
+        }
+    }
+
+    /// Takes the roots of a collection out of the buffers.
+    fn take_roots(&mut self, kind: Kind) -> Vec<NonNull<Header>> {
+        let mut roots = core::mem::take(&mut self.young);
+        if kind == Kind::Full {
+            roots.append(&mut self.old);
+        }
+        for root in &roots {
+            // SAFETY: buffered objects are live.
+            unsafe { root.as_ref() }.clear_flag(BUFFERED);
+        }
+        roots
+    }
+
+    /// Updates statistics and thresholds after a collection.
+    fn account(
+        &mut self,
+        kind: Kind,
+        traced: usize,
+        freed: usize,
+        promoted: usize,
+        pause: Duration,
+    ) {
+        match kind {
+            Kind::Minor => self.minor_collections += 1,
+            Kind::Full => self.full_collections += 1,
+        }
+        self.nodes_traced += traced as u64;
+        self.freed_by_collector += freed as u64;
+        self.promoted += promoted as u64;
+        self.promoted_since_full += promoted as u64;
+        self.total_pause += pause;
+        self.max_pause = self.max_pause.max(pause);
+        match self.policy {
+            Policy::Nim16 => {
+                let threshold = self.nim_threshold_now();
+                self.nim_threshold = if freed * 2 >= traced {
+                    (threshold / 3 * 2).max(NIM_MIN_THRESHOLD)
+                } else if threshold < usize::MAX / 4 {
+                    threshold * 3 / 2
+                } else {
+                    threshold
+                };
+            }
+            Policy::Adaptive | Policy::Manual => {
+                self.young_threshold = promoted.max(self.config.min_roots);
+            }
+        }
+        if kind == Kind::Full {
+            self.promoted_since_full = 0;
+            self.old_at_last_full = COUNTERS.with(|c| c.old_objects.get());
+        }
+    }
+}
+
+/// Counts a new object.
+#[inline]
+pub(crate) fn on_allocate() {
+    COUNTERS.with(|c| c.live.set(c.live.get() + 1));
+}
+
+/// Buffers `object` as a possible cycle root and runs a collection if the
+/// policy says so. Called when a strong count drops to a non-zero value on an
+/// unbuffered, alive object that may own pointers.
+#[cold]
+#[inline(never)]
+pub(crate) fn buffer(object: NonNull<Header>) {
+    let due = STATE.try_with(|state| {
+        let Ok(mut state) = state.try_borrow_mut() else {
+            return None;
+        };
+        state.push(object);
+        state.due()
+    });
+    if let Ok(Some(kind)) = due {
+        run(kind);
+    }
+}
+
+/// Handles an object whose strong count just reached zero.
+///
+/// # Safety
+/// The caller gave up the object's last strong reference.
+#[inline]
+pub(crate) unsafe fn release(object: NonNull<Header>) {
+    // SAFETY: the implicit weak reference keeps the header live.
+    let h = unsafe { object.as_ref() };
+    if h.flags() & (BUFFERED | OLD | DEAD) != 0 {
+        // SAFETY: forwarded.
+        return unsafe { release_flagged(object) };
+    }
+    COUNTERS.with(|c| {
+        c.live.set(c.live.get() - 1);
+        c.freed_by_rc.set(c.freed_by_rc.get() + 1);
+    });
+    if h.vtable().needs_drop {
+        // SAFETY: strong is zero, the value alive (not DEAD), the object in
+        // no buffer (not BUFFERED) and in no graph (a graph only exists while
+        // objects in it have handles).
+        unsafe { drop_queue::free(object) }
+    } else {
+        // SAFETY: nothing to drop; release the strong side's weak reference.
+        unsafe { header::release_weak(object) }
+    }
+}
+
+/// The slow part of [`release`]: unbuffer, leave the old generation, or free
+/// the memory of a dead object.
+#[cold]
+#[inline(never)]
+unsafe fn release_flagged(object: NonNull<Header>) {
+    // SAFETY: the implicit weak reference keeps the header live.
+    let h = unsafe { object.as_ref() };
+    if h.has(BUFFERED) {
+        let removed = STATE.try_with(|state| match state.try_borrow_mut() {
+            Ok(mut state) => {
+                state.remove(object);
+                true
+            }
+            Err(_) => false,
+        });
+        match removed {
+            Ok(true) => {}
+            // The buffer was destroyed with the thread: nothing refers to it.
+            Err(_) => h.clear_flag(BUFFERED),
+            // The buffer is borrowed, which the collector never allows around
+            // user code. Keep the object (leak) rather than free it under the
+            // buffer's feet.
+            Ok(false) => return,
+        }
+    }
+    if h.has(OLD) {
+        h.clear_flag(OLD);
+        COUNTERS.with(|c| c.old_objects.set(c.old_objects.get() - 1));
+    }
+    if h.has(DEAD) {
+        // The collector dropped the value and counted it; free the memory.
+        // SAFETY: strong is zero and the value is gone.
+        unsafe { header::release_weak(object) };
+        return;
+    }
+    // SAFETY: now unflagged; `release` handles it as an ordinary object.
+    unsafe { release(object) }
+}
+
+/// Handles an object whose value `try_unwrap` moved out (strong is zero, the
+/// object unbuffered).
+///
+/// # Safety
+/// As stated; the value must not be dropped again.
+pub(crate) unsafe fn release_taken(object: NonNull<Header>) {
+    // SAFETY: the implicit weak reference keeps the header live.
+    let h = unsafe { object.as_ref() };
+    if h.has(OLD) {
+        h.clear_flag(OLD);
+        COUNTERS.with(|c| c.old_objects.set(c.old_objects.get() - 1));
+    }
+    COUNTERS.with(|c| {
+        c.live.set(c.live.get() - 1);
+        c.freed_by_rc.set(c.freed_by_rc.get() + 1);
+    });
+    // SAFETY: the value is gone; release the strong side's weak reference.
+    unsafe { header::release_weak(object) }
+}
+
+/// Removes a live object from its roots buffer, if it is in one (for
+/// `get_mut`, which must not hand out `&mut T` to something a collection may
+/// trace).
+pub(crate) fn unbuffer(object: NonNull<Header>) {
+    // SAFETY: callers hold a strong reference.
+    if !unsafe { object.as_ref() }.has(BUFFERED) {
+        return;
+    }
+    let _ = STATE.try_with(|state| {
+        if let Ok(mut state) = state.try_borrow_mut() {
+            state.remove(object);
+        }
+    });
+}
+
+/// Runs a collection of `kind` now, or defers it if one is running.
+fn run(kind: Kind) {
+    if COUNTERS.with(|c| c.collecting.replace(true)) {
+        COUNTERS.with(|c| c.requested.set(true));
+        return;
+    }
+    /// Ends the collection, also when unwinding.
+    struct Running;
+    impl Drop for Running {
+        fn drop(&mut self) {
+            COUNTERS.with(|c| c.collecting.set(false));
+        }
+    }
+    let running = Running;
+    let start = Instant::now();
+    let taken = STATE.try_with(|state| {
+        let mut state = state.borrow_mut();
+        let promote = state.policy == Policy::Adaptive;
+        let roots = state.take_roots(kind);
+        (roots, core::mem::take(&mut state.graph), promote)
+    });
+    let Ok((roots, mut graph, promote)) = taken else {
+        return;
+    };
+    let verdict = graph.collect(&roots, kind == Kind::Minor, promote, &mut |root| {
+        STATE.with(|state| state.borrow_mut().push(root))
+    });
+    drop(roots);
+    STATE.with(|state| {
+        let mut state = state.borrow_mut();
+        for &object in &verdict.retry {
+            state.push(object);
+        }
+    });
+    let freed = verdict.garbage.len();
+    COUNTERS.with(|c| {
+        c.old_objects
+            .set(c.old_objects.get() + verdict.promoted as u64);
+        c.live.set(c.live.get() - freed as u64);
+    });
+    let outcome = panic::catch_unwind(AssertUnwindSafe(|| kill(&verdict.garbage)));
+    let pause = start.elapsed();
+    STATE.with(|state| {
+        let mut state = state.borrow_mut();
+        state.graph = graph;
+        state.account(kind, verdict.traced, freed, verdict.promoted, pause);
+    });
+    drop(running);
+    if let Err(payload) = outcome {
+        panic::resume_unwind(payload);
+    }
+    // A `collect()` from a destructor above runs now (a few rounds at most,
+    // so destructors that keep asking cannot loop forever).
+    for _ in 0..4 {
+        if !COUNTERS.with(|c| c.requested.replace(false)) {
+            break;
+        }
+        run(Kind::Full);
+    }
+}
+
+/// Frees a set of garbage objects (see the module docs for the order).
+fn kill(garbage: &[NonNull<Header>]) {
+    for &object in garbage {
+        // SAFETY: garbage objects are live: each has handles, from other
+        // members.
+        let h = unsafe { object.as_ref() };
+        h.set_flag(DEAD);
+        if h.has(OLD) {
+            h.clear_flag(OLD);
+            COUNTERS.with(|c| c.old_objects.set(c.old_objects.get() - 1));
+        }
+        h.inc_strong();
+    }
+    drop_queue::batch(|| {
+        let mut first_panic = None;
+        for &object in garbage {
+            // SAFETY: the value is alive (objects become DEAD only here, and
+            // the verdict contains no DEAD object); nothing references it but
+            // other members and handles that will see DEAD from now on. The
+            // hold keeps the memory.
+            let dropped = panic::catch_unwind(AssertUnwindSafe(|| unsafe {
+                header::drop_value_erased(object)
+            }));
+            if let Err(payload) = dropped {
+                first_panic.get_or_insert(payload);
+            }
+        }
+        for &object in garbage {
+            // SAFETY: the hold keeps the object live until here.
+            let h = unsafe { object.as_ref() };
+            let strong = h.strong() - 1;
+            h.set_strong(strong);
+            if strong == 0 {
+                // SAFETY: no handle remains and the value is dropped.
+                unsafe { header::release_weak(object) };
+            }
+        }
+        if let Some(payload) = first_panic {
+            panic::resume_unwind(payload);
+        }
+    });
+}
+
+/// Runs a full collection of this thread's cycles now.
+///
+/// Every object that is unreachable from handles outside the heap is freed;
+/// nothing reachable is. Called from a destructor during a collection, it runs
+/// right after the current collection. A panic from a value's `Drop` is
+/// re-raised here once the collector is consistent again.
+///
+/// ```
+/// use std::cell::RefCell;
+/// use recycler::{Gc, Trace};
+///
+/// #[derive(Trace, Default)]
+/// struct Node { next: RefCell<Option<Gc<Node>>> }
+///
+/// let a = Gc::new(Node::default());
+/// let b = Gc::new(Node::default());
+/// *a.next.borrow_mut() = Some(b.clone());
+/// *b.next.borrow_mut() = Some(a.clone());
+/// let before = recycler::stats().freed_by_collector;
+/// drop((a, b));
+/// recycler::collect();
+/// assert_eq!(recycler::stats().freed_by_collector - before, 2);
+/// ```
+pub fn collect() {
+    run(Kind::Full);
+}
+
+/// Runs a minor collection now: the young generation only, as the default
+/// policy's trigger does. Cycles that involve old objects wait for a full
+/// collection.
+pub fn collect_minor() {
+    run(Kind::Minor);
+}
+
+/// This thread's collector statistics.
+pub fn stats() -> Stats {
+    let (live, freed_by_rc, old_objects) =
+        COUNTERS.with(|c| (c.live.get(), c.freed_by_rc.get(), c.old_objects.get()));
+    let mut stats = Stats {
+        live,
+        freed_by_rc,
+        old_objects,
+        ..Stats::default()
+    };
+    let _ = STATE.try_with(|state| {
+        let state = state.borrow();
+        stats.minor_collections = state.minor_collections;
+        stats.full_collections = state.full_collections;
+        stats.roots_buffered = (state.young.len() + state.old.len()) as u64;
+        stats.nodes_traced = state.nodes_traced;
+        stats.freed_by_collector = state.freed_by_collector;
+        stats.promoted = state.promoted;
+        stats.total_pause = state.total_pause;
+        stats.max_pause = state.max_pause;
+    });
+    stats
+}
+
+/// Sets this thread's collection policy. Thresholds start afresh.
+pub fn set_policy(policy: Policy) {
+    let _ = STATE.try_with(|state| {
+        let mut state = state.borrow_mut();
+        state.policy = policy;
+        state.nim_threshold = NIM_INITIAL_THRESHOLD;
+        state.young_threshold = state.config.min_roots;
+    });
+}
+
+/// This thread's collection policy.
+pub fn policy() -> Policy {
+    STATE
+        .try_with(|state| state.borrow().policy)
+        .unwrap_or_default()
+}
+
+/// Tunes this thread's [`Policy::Adaptive`].
+pub fn set_adaptive_config(config: AdaptiveConfig) {
+    let _ = STATE.try_with(|state| state.borrow_mut().config = config);
+}

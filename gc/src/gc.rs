@@ -1,0 +1,65 @@
+//! [`Gc`]: a reference-counted pointer whose cycles are collected.
+
+use crate::handle::{Strong, WeakRef};
+use crate::pointer::define_pointer;
+use crate::trace::{Family, Trace, Tracer};
+
+define_pointer! {
+    /// A single-threaded reference-counted pointer that frees unreachable
+    /// cycles.
+    ///
+    /// Acyclic garbage is freed at once, by counting, as with
+    /// `std::rc::Rc`. When a handle to a type that may own pointers
+    /// ([`Trace::MAY_CONTAIN_GC`]) is dropped and the count stays above zero,
+    /// the object is remembered as a possible cycle root; the thread's
+    /// collector (see [`crate::collect`] and [`crate::Policy`]) later finds and frees the cycles
+    /// among them. `Gc` is one machine word, `!Send` and `!Sync`.
+    ///
+    /// A handle can outlive its object only in one case: a destructor that
+    /// runs while the collector frees a cycle stores a clone of a member
+    /// somewhere. Dereferencing such a dead handle panics and
+    /// [`Gc::try_deref`] returns `None`; it is never a use after free.
+    ///
+    /// ```
+    /// use std::cell::RefCell;
+    /// use recycler::{Gc, Trace};
+    ///
+    /// #[derive(Trace)]
+    /// struct Person {
+    ///     name: String,
+    ///     friend: RefCell<Option<Gc<Person>>>,
+    /// }
+    ///
+    /// let alice = Gc::new(Person { name: "Alice".into(), friend: RefCell::new(None) });
+    /// let bob = Gc::new(Person { name: "Bob".into(), friend: RefCell::new(Some(alice.clone())) });
+    /// *alice.friend.borrow_mut() = Some(bob.clone());
+    /// assert_eq!(Gc::strong_count(&alice), 2);
+    ///
+    /// let live = recycler::stats().live;
+    /// drop((alice, bob)); // a cycle: counting alone cannot free it
+    /// recycler::collect();
+    /// assert_eq!(recycler::stats().live, live - 2);
+    /// ```
+    strong Gc;
+    /// A weak handle to a [`Gc`] object: does not keep it alive.
+    ///
+    /// `upgrade` returns `None` once the object's value is gone, whether
+    /// counting or the cycle collector freed it. The allocation itself lives
+    /// until the last weak handle goes.
+    weak Weak;
+    collect = true;
+}
+
+// SAFETY: a `Gc` owns exactly one strong reference to its object and reports
+// it once. Objects that cannot own pointers are not reported: they cannot be
+// on a cycle, and counting frees them when their owners go.
+unsafe impl<T: ?Sized + Trace> Trace for Gc<T> {
+    const MAY_CONTAIN_GC: bool = true;
+
+    #[inline]
+    fn trace(&self, tracer: &mut Tracer<'_>) {
+        if T::MAY_CONTAIN_GC {
+            tracer.edge(Family::Local, self.inner.header_ptr().cast());
+        }
+    }
+}
