@@ -12,6 +12,10 @@
 //! Run `cargo bench -p benches`, then `cargo run --release -p benches --bin
 //! report`.
 
+// The `gc` crate is a dependency under the name `rust-gc`; its derive macros
+// expand to `::gc::…` paths, which this alias (in the extern prelude) serves.
+extern crate rust_gc as gc;
+
 pub mod check;
 pub mod heap;
 pub mod live;

@@ -2,6 +2,9 @@
 //! collector; strong back edges in `GcCell`s, automatic collection by the
 //! crate's allocation threshold.
 
+// gc_derive 0.5 wraps its impls in `const _: () = { ... }` blocks.
+#![allow(non_local_definitions)]
+
 use rust_gc::{Finalize, Gc, GcCell, Trace};
 
 use crate::heap::Heap;
