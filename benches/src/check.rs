@@ -54,7 +54,11 @@ impl Outcome {
 /// Runs `check` as a check run: counts nodes, catches a panic, calls
 /// `collect` afterwards. `note` receives extra observations the check wants
 /// reported (e.g. garbage awaiting collection).
-pub fn check_run(check: impl FnOnce(&mut Vec<String>), collect: fn(), note: &mut Vec<String>) -> Outcome {
+pub fn check_run(
+    check: impl FnOnce(&mut Vec<String>),
+    collect: fn(),
+    note: &mut Vec<String>,
+) -> Outcome {
     live::begin();
     let result = catch_unwind(AssertUnwindSafe(|| {
         check(note);
@@ -79,7 +83,13 @@ fn panic_message(payload: &(dyn Any + Send)) -> String {
 
 /// Writes the finding of benchmark `group`/`id` (`expected_alive` is what a
 /// correct run leaves: 0, or the designed leak of a plain counter).
-pub fn record(group: &str, id: &str, outcome: &Outcome, expected_alive: Option<i64>, notes: &[String]) {
+pub fn record(
+    group: &str,
+    id: &str,
+    outcome: &Outcome,
+    expected_alive: Option<i64>,
+    notes: &[String],
+) {
     let (status, alive, reason) = match outcome {
         Outcome::Ran { alive } => ("ran", Some(*alive), None),
         Outcome::Panicked(m) => ("panicked", None, Some(m.clone())),
@@ -96,8 +106,12 @@ pub fn record(group: &str, id: &str, outcome: &Outcome, expected_alive: Option<i
     });
     let dir = checks_dir();
     let file = dir.join(format!("{}.json", sanitize(&format!("{group}__{id}"))));
-    let written = std::fs::create_dir_all(&dir)
-        .and_then(|()| std::fs::write(&file, serde_json::to_string_pretty(&value).unwrap_or_default()));
+    let written = std::fs::create_dir_all(&dir).and_then(|()| {
+        std::fs::write(
+            &file,
+            serde_json::to_string_pretty(&value).unwrap_or_default(),
+        )
+    });
     if let Err(e) = written {
         eprintln!("warning: cannot write {}: {e}", file.display());
     }
@@ -113,6 +127,12 @@ pub fn record(group: &str, id: &str, outcome: &Outcome, expected_alive: Option<i
 /// A file-name-safe form of an id.
 pub fn sanitize(s: &str) -> String {
     s.chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect()
 }

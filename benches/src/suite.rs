@@ -11,7 +11,7 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use criterion::{BenchmarkId, Bencher, Criterion};
+use criterion::{Bencher, BenchmarkId, Criterion};
 
 use crate::check::{check_run, record, Outcome};
 use crate::heap::{Heap, SyncHeap, Workload};
@@ -148,11 +148,12 @@ macro_rules! for_each_heap {
     }};
 }
 
-/// The substring filters given on the command line (criterion's positional
-/// argument), so that check runs of excluded benchmarks are skipped too.
+/// The filter given on the command line (criterion's positional argument, a
+/// regular expression), so that check runs of excluded benchmarks are skipped
+/// too.
 #[derive(Debug, Default)]
 pub struct Filter {
-    patterns: Vec<String>,
+    pattern: Option<regex::Regex>,
 }
 
 impl Filter {
@@ -181,21 +182,22 @@ impl Filter {
             "--format",
             "--logfile",
         ];
-        let mut patterns = Vec::new();
+        let mut pattern = None;
         let mut args = std::env::args().skip(1);
         while let Some(a) = args.next() {
             if WITH_VALUE.contains(&a.as_str()) {
                 args.next();
             } else if !a.starts_with('-') {
-                patterns.push(a);
+                // Criterion itself rejects an invalid expression.
+                pattern = regex::Regex::new(&a).ok();
             }
         }
-        Filter { patterns }
+        Filter { pattern }
     }
 
     /// Whether the benchmark with this full id runs.
     pub fn matches(&self, full_id: &str) -> bool {
-        self.patterns.is_empty() || self.patterns.iter().any(|p| full_id.contains(p.as_str()))
+        self.pattern.as_ref().map_or(true, |p| p.is_match(full_id))
     }
 }
 
@@ -223,8 +225,6 @@ pub struct Entry<'a> {
     pub collect: fn(),
     /// Why it cannot run, if it cannot.
     pub unsupported: Option<&'static str>,
-    /// Measurement time of the group.
-    pub measurement: Duration,
 }
 
 impl<'a> Entry<'a> {
@@ -238,7 +238,6 @@ impl<'a> Entry<'a> {
             prepare: H::prepare,
             collect: H::collect,
             unsupported: H::unsupported(w),
-            measurement: Duration::from_millis(1500),
         }
     }
 
@@ -278,9 +277,19 @@ impl Suite {
             return;
         }
         let key = e.full_id();
-        let record_id = e.id.to_string() + &e.param.as_ref().map(|p| format!("/{p}")).unwrap_or_default();
+        let record_id = e.id.to_string()
+            + &e.param
+                .as_ref()
+                .map(|p| format!("/{p}"))
+                .unwrap_or_default();
         if let Some(reason) = e.unsupported {
-            record(e.group, &record_id, &Outcome::Unsupported(reason.to_string()), None, &[]);
+            record(
+                e.group,
+                &record_id,
+                &Outcome::Unsupported(reason.to_string()),
+                None,
+                &[],
+            );
             return;
         }
         (e.prepare)();
@@ -293,7 +302,6 @@ impl Suite {
         }
         (e.prepare)();
         let mut group = self.c.benchmark_group(e.group);
-        group.measurement_time(e.measurement);
         match e.param {
             Some(p) => group.bench_function(BenchmarkId::new(e.id, p), bench),
             None => group.bench_function(e.id, bench),
@@ -463,7 +471,6 @@ fn threaded_one<H: SyncHeap>(s: &mut Suite, expected_alive: Option<i64>) {
             prepare: || {},
             collect: H::collect,
             unsupported: H::unsupported(),
-            measurement: Duration::from_millis(1500),
         };
         s.entry(
             e,
@@ -473,7 +480,9 @@ fn threaded_one<H: SyncHeap>(s: &mut Suite, expected_alive: Option<i64>) {
             |b| {
                 b.iter_custom(|iters| {
                     (0..iters)
-                        .map(|_| threaded::run::<H>(threaded::roots::<H>(threads), threads, RANDOM_OPS))
+                        .map(|_| {
+                            threaded::run::<H>(threaded::roots::<H>(threads), threads, RANDOM_OPS)
+                        })
                         .sum()
                 })
             },
@@ -501,8 +510,11 @@ fn run_hub<H: Heap>(s: &mut Suite, h: usize, back: Back, id: &str) {
     let mut e = Entry::heap::<H>("hub", Workload::Hub);
     e.id = id;
     e.param = Some(h.to_string());
-    e.expected_alive = Some(if leaks { 2 * HUB_CHECK_REQUESTS as i64 } else { 0 });
-    e.measurement = Duration::from_millis(1000);
+    e.expected_alive = Some(if leaks {
+        2 * HUB_CHECK_REQUESTS as i64
+    } else {
+        0
+    });
     if !s.filter.matches(&e.full_id()) {
         return;
     }

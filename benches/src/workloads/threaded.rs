@@ -58,7 +58,11 @@ fn worker<H: SyncHeap>(vecs: &[Mutex<Vec<H::Node>>], thread: usize, ops: usize) 
                     let (lo, hi) = (v1.min(v2), v1.max(v2));
                     let g_lo = vecs[lo].lock().unwrap();
                     let g_hi = vecs[hi].lock().unwrap();
-                    let (g1, g2) = if v1 < v2 { (&g_lo, &g_hi) } else { (&g_hi, &g_lo) };
+                    let (g1, g2) = if v1 < v2 {
+                        (&g_lo, &g_hi)
+                    } else {
+                        (&g_hi, &g_lo)
+                    };
                     if g1.is_empty() || g2.is_empty() {
                         continue;
                     }
