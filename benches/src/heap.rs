@@ -96,6 +96,25 @@ pub trait Heap: 'static {
         let _ = w;
         None
     }
+    /// Cumulative collector counters of this thread, for the check notes:
+    /// (collections, nodes traced, maximum pause in µs), if the pointer
+    /// exposes them.
+    fn collector_counters() -> Option<CollectorCounters> {
+        None
+    }
+}
+
+/// Collector counters reported in the check notes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CollectorCounters {
+    /// Minor collections so far.
+    pub minor: u64,
+    /// Full collections so far.
+    pub full: u64,
+    /// Nodes traced so far.
+    pub traced: u64,
+    /// Longest pause so far, in microseconds.
+    pub max_pause_us: u64,
 }
 
 /// A thread-safe pointer under test, for random operations on several

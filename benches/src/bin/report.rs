@@ -329,7 +329,7 @@ fn family_table(
                     if let Some(b) = base {
                         let _ = write!(s, " ({:.2}×)", m.mean_ns / b);
                     }
-                    if let Some(n) = f.and_then(leak_of) {
+                    if let Some(n) = f.and_then(|f| f.alive).filter(|&n| n != 0) {
                         let _ = write!(s, " leaks {n}");
                     }
                     s

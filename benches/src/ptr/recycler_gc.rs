@@ -6,7 +6,7 @@ use std::cell::RefCell;
 
 use recycler::{Gc, Policy, Trace};
 
-use crate::heap::{Heap, Workload};
+use crate::heap::{CollectorCounters, Heap, Workload};
 use crate::live::Live;
 
 /// Marker for `recycler::Gc` under `Policy::Nim16` (`NIM16 = true`) or the
@@ -113,6 +113,15 @@ impl<const NIM16: bool> Heap for RecyclerGc<NIM16> {
         } else {
             Policy::Adaptive
         });
+    }
+    fn collector_counters() -> Option<CollectorCounters> {
+        let s = recycler::stats();
+        Some(CollectorCounters {
+            minor: s.minor_collections,
+            full: s.full_collections,
+            traced: s.nodes_traced,
+            max_pause_us: u64::try_from(s.max_pause.as_micros()).unwrap_or(u64::MAX),
+        })
     }
     fn unsupported(w: Workload) -> Option<&'static str> {
         // The Nim16 column exists for the hub comparison only.
