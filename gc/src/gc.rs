@@ -40,6 +40,13 @@ define_pointer! {
     /// recycler::collect();
     /// assert_eq!(recycler::stats().live, live - 2);
     /// ```
+    ///
+    /// A `Gc` cannot leave its thread (use [`crate::sync::Gc`] for that):
+    ///
+    /// ```compile_fail
+    /// fn send<T: Send>(_: T) {}
+    /// send(recycler::Gc::new(1u8));
+    /// ```
     strong Gc;
     /// A weak handle to a [`Gc`] object: does not keep it alive.
     ///

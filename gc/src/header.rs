@@ -59,7 +59,11 @@ pub(crate) struct VTable {
 pub(crate) struct Header {
     strong: Cell<usize>,
     weak: Cell<usize>,
-    meta: Cell<usize>,
+    /// Flags and slot, stored as a bare address, or the link of the
+    /// deferred-drop stack, a real pointer. A pointer type so that the link
+    /// keeps its provenance: no integer-to-pointer cast anywhere (Miri's
+    /// strict provenance holds).
+    meta: Cell<*mut Header>,
     vtable: &'static VTable,
 }
 
@@ -113,34 +117,54 @@ impl Header {
         n
     }
 
+    /// The `meta` word as flags and slot.
+    #[inline]
+    fn word(&self) -> usize {
+        // A pointer-to-integer cast reads the address only.
+        self.meta.get() as usize
+    }
+
+    #[inline]
+    fn set_word(&self, word: usize) {
+        // An address without provenance, never dereferenced.
+        self.meta
+            .set(ptr::null_mut::<u8>().wrapping_add(word).cast::<Header>())
+    }
+
     #[inline]
     pub(crate) fn flags(&self) -> usize {
-        self.meta.get() & FLAG_MASK
+        self.word() & FLAG_MASK
     }
 
     #[inline]
     pub(crate) fn has(&self, flag: usize) -> bool {
-        self.meta.get() & flag != 0
+        self.word() & flag != 0
     }
 
     #[inline]
     pub(crate) fn set_flag(&self, flag: usize) {
-        self.meta.set(self.meta.get() | flag)
+        self.set_word(self.word() | flag)
     }
 
     #[inline]
     pub(crate) fn clear_flag(&self, flag: usize) {
-        self.meta.set(self.meta.get() & !flag)
+        self.set_word(self.word() & !flag)
     }
 
     #[inline]
     pub(crate) fn slot(&self) -> usize {
-        self.meta.get() >> FLAG_BITS
+        self.word() >> FLAG_BITS
     }
 
     #[inline]
     pub(crate) fn set_slot(&self, slot: usize) {
-        self.meta.set((slot << FLAG_BITS) | self.flags())
+        self.set_word((slot << FLAG_BITS) | self.flags())
+    }
+
+    /// Sets the slot and a flag in one write.
+    #[inline]
+    pub(crate) fn set_slot_and_flag(&self, slot: usize, flag: usize) {
+        self.set_word((slot << FLAG_BITS) | self.flags() | flag)
     }
 
     /// Whether the value is still there (not dropped by the collector).
@@ -159,13 +183,13 @@ impl Header {
     /// flags are meaningless until [`Header::take_link`] clears the field.
     #[inline]
     pub(crate) fn set_link(&self, next: Option<NonNull<Header>>) {
-        self.meta.set(next.map_or(0, |p| p.as_ptr() as usize));
+        self.meta.set(next.map_or(ptr::null_mut(), NonNull::as_ptr));
     }
 
     /// Reads and clears the link written by [`Header::set_link`].
     #[inline]
     pub(crate) fn take_link(&self) -> Option<NonNull<Header>> {
-        NonNull::new(self.meta.replace(0) as *mut Header)
+        NonNull::new(self.meta.replace(ptr::null_mut()))
     }
 }
 
@@ -183,7 +207,7 @@ impl<T: Trace + 'static> GcBox<T> {
             header: Header {
                 strong: Cell::new(1),
                 weak: Cell::new(1),
-                meta: Cell::new(0),
+                meta: Cell::new(ptr::null_mut()),
                 vtable: &Self::VTABLE,
             },
             value,
@@ -213,7 +237,7 @@ impl<T: Trace + 'static> GcBox<T> {
             ptr::addr_of_mut!((*raw).header).write(Header {
                 strong: Cell::new(0),
                 weak: Cell::new(1),
-                meta: Cell::new(0),
+                meta: Cell::new(ptr::null_mut()),
                 vtable: &Self::VTABLE,
             });
         }

@@ -260,3 +260,8 @@ pub use trace::{Trace, Tracer};
 /// }
 /// ```
 pub use recycler_derive::Trace;
+
+/// The README's examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+struct ReadmeDoctests;

@@ -24,9 +24,14 @@ define_pointer! {
     /// let live = recycler::stats().live;
     /// let a = Rc::new(Node::default());
     /// *a.next.borrow_mut() = Some(a.clone());
+    /// let weak = Rc::downgrade(&a);
     /// drop(a);
     /// recycler::collect(); // Rc objects are never collected
     /// assert_eq!(recycler::stats().live, live + 1);
+    ///
+    /// // As with `std::rc::Rc`, the cycle must be broken by hand.
+    /// weak.upgrade().unwrap().next.take();
+    /// assert_eq!(recycler::stats().live, live);
     /// ```
     strong Rc;
     /// A weak handle to an [`Rc`] object.

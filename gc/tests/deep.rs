@@ -19,7 +19,7 @@ unsafe impl Trace for Link {
 }
 
 struct RcLink {
-    next: Option<Rc<RcLink>>,
+    _next: Option<Rc<RcLink>>,
 }
 
 // SAFETY: `Rc` reports nothing.
@@ -58,9 +58,9 @@ fn dropping_a_long_gc_chain_is_iterative() {
 #[test]
 fn dropping_a_long_rc_chain_is_iterative() {
     on_small_stack(|| {
-        let mut head = Rc::new(RcLink { next: None });
+        let mut head = Rc::new(RcLink { _next: None });
         for _ in 1..LEN {
-            head = Rc::new(RcLink { next: Some(head) });
+            head = Rc::new(RcLink { _next: Some(head) });
         }
         drop(head);
         assert_eq!(recycler::stats().live, 0);

@@ -20,11 +20,18 @@
 //! In a minor collection old objects are not entered: an edge to an old
 //! object is ignored, and the old object's count keeps that edge as an
 //! external reference, which is always safe (it can only keep things alive).
+//! But an edge *from* an old object looks external too, so a minor collection
+//! cannot prove a young node live: the old object may belong to the same
+//! garbage cycle. Every node it keeps because of an outside reference (trial
+//! count above zero) is therefore handed back to be buffered again (as an old
+//! root, once promoted) for the next full collection, which enters
+//! everything. Without this, a garbage cycle across the generations whose
+//! only buffered member was young would leave every buffer and leak.
 //! Dead objects (values already dropped by an earlier collection) are leaves.
 
 use core::ptr::NonNull;
 
-use crate::header::{self, Header, DEAD, IN_GRAPH, OLD};
+use crate::header::{self, Header, BUFFERED, DEAD, IN_GRAPH, OLD};
 use crate::trace::{Family, Tracer};
 
 /// A node of the side graph.
@@ -33,8 +40,8 @@ struct Node {
     /// Strong count minus the edges from inside the graph.
     trial: isize,
     /// This node's edges are `edges[first_edge..end_edge]`.
-    first_edge: usize,
-    end_edge: usize,
+    first_edge: u32,
+    end_edge: u32,
     /// Reachable from outside the graph.
     live: bool,
     /// Its trace could not inspect everything ([`Tracer::keep_alive`]).
@@ -46,22 +53,26 @@ struct Node {
 #[derive(Default)]
 pub(crate) struct Graph {
     nodes: Vec<Node>,
-    edges: Vec<usize>,
+    edges: Vec<u32>,
     scratch: Vec<NonNull<()>>,
-    work: Vec<usize>,
+    work: Vec<u32>,
+    /// The last collection's garbage, no longer flagged `IN_GRAPH`.
+    pub(crate) garbage: Vec<NonNull<Header>>,
+    /// Objects to buffer again after the last collection: those it kept
+    /// alive only because their trace was incomplete, so that a later
+    /// collection looks once more, and, after a minor collection, the live
+    /// ones with references from outside the graph, which may come from old
+    /// members of a garbage cycle, so that the next full collection judges
+    /// them.
+    pub(crate) retry: Vec<NonNull<Header>>,
 }
 
-/// What a collection found.
+/// What a collection found, besides `garbage` and `retry`.
 pub(crate) struct Verdict {
-    /// Objects that are garbage; flagged `IN_GRAPH` no more.
-    pub(crate) garbage: Vec<NonNull<Header>>,
     /// Objects traced (`touched`, in Nim's terms).
     pub(crate) traced: usize,
     /// Live young objects that this collection made old.
     pub(crate) promoted: usize,
-    /// Objects kept alive only because their trace was incomplete; they are
-    /// buffered again so that a later collection looks at them once more.
-    pub(crate) retry: Vec<NonNull<Header>>,
 }
 
 /// Restores every node's header if a trace panics: clears `IN_GRAPH` and
@@ -93,9 +104,9 @@ impl Graph {
     /// Runs mark, scan and collect-white from `roots`.
     ///
     /// `roots` must be live, alive (not `DEAD`) objects just taken out of the
-    /// roots buffers (their `BUFFERED` flag cleared). If a trace panics, every
-    /// root is passed to `rebuffer`, every flag restored, and the panic
-    /// propagates.
+    /// roots buffers; their `BUFFERED` flag is cleared here. If a trace
+    /// panics, every root is passed to `rebuffer` (to be buffered again),
+    /// every other flag restored, and the panic propagates.
     pub(crate) fn collect(
         &mut self,
         roots: &[NonNull<Header>],
@@ -104,6 +115,8 @@ impl Graph {
         rebuffer: &mut dyn FnMut(NonNull<Header>),
     ) -> Verdict {
         for &root in roots {
+            // SAFETY: buffered objects are live.
+            unsafe { root.as_ref() }.clear_flag(BUFFERED);
             self.add_node(root);
         }
         let unmark = Unmark {
@@ -116,16 +129,17 @@ impl Graph {
         // From here on no user code runs until the verdict is out.
         core::mem::forget(unmark);
         self.scan(consistent);
-        self.collect_white(promote)
+        self.collect_white(minor, promote)
     }
 
-    fn add_node(&mut self, object: NonNull<Header>) -> usize {
-        let index = self.nodes.len();
+    fn add_node(&mut self, object: NonNull<Header>) -> u32 {
+        // Indices are u32 to halve the graph's memory; four billion objects
+        // in one collection would exhaust memory long before.
+        let index = u32::try_from(self.nodes.len()).expect("collection graph too large");
         // SAFETY: callers pass live objects reached through handles.
         let h = unsafe { object.as_ref() };
         debug_assert!(!h.has(IN_GRAPH) && h.is_alive());
-        h.set_slot(index);
-        h.set_flag(IN_GRAPH);
+        h.set_slot_and_flag(index as usize, IN_GRAPH);
         self.nodes.push(Node {
             object,
             trial: 0,
@@ -139,36 +153,40 @@ impl Graph {
 
     /// Step 1: traces every node once, discovering new nodes as it goes.
     fn mark(&mut self, minor: bool) {
+        // Taken for the whole loop; if a trace panics only its capacity is lost.
+        let mut scratch = core::mem::take(&mut self.scratch);
         let mut i = 0;
-        while i < self.nodes.len() {
-            let object = self.nodes[i].object;
-            let mut tracer = Tracer::new(Family::Local, &mut self.scratch);
+        while let Some(node) = self.nodes.get(i) {
+            let object = node.object;
+            scratch.clear();
+            let mut tracer = Tracer::new(Family::Local, &mut scratch);
             // SAFETY: nodes are live and alive (dead objects are never added).
             unsafe { header::trace_erased(object, &mut tracer) };
-            let kept_alive = tracer.kept_alive();
+            let opaque = tracer.kept_alive();
             let first_edge = self.edges.len();
-            let mut scratch = core::mem::take(&mut self.scratch);
-            for target in scratch.drain(..) {
+            for &target in &scratch {
                 let target = target.cast::<Header>();
                 // SAFETY: a traced handle keeps its target's memory live.
                 let t = unsafe { target.as_ref() };
-                if t.has(DEAD) || (minor && t.has(OLD)) {
+                let flags = t.flags();
+                if flags & DEAD != 0 || (minor && flags & OLD != 0) {
                     continue;
                 }
-                let j = if t.has(IN_GRAPH) {
-                    t.slot()
+                let j = if flags & IN_GRAPH != 0 {
+                    t.slot() as u32
                 } else {
                     self.add_node(target)
                 };
                 self.edges.push(j);
             }
-            self.scratch = scratch;
+            let end_edge = self.edges.len();
             let node = &mut self.nodes[i];
-            node.first_edge = first_edge;
-            node.end_edge = self.edges.len();
-            node.opaque = kept_alive;
+            node.first_edge = u32::try_from(first_edge).expect("collection graph too large");
+            node.end_edge = u32::try_from(end_edge).expect("collection graph too large");
+            node.opaque = opaque;
             i += 1;
         }
+        self.scratch = scratch;
     }
 
     /// Computes trial counts. Returns `false` if some count went below zero,
@@ -180,7 +198,7 @@ impl Graph {
             node.trial = unsafe { node.object.as_ref() }.strong() as isize;
         }
         for &target in &self.edges {
-            self.nodes[target].trial -= 1;
+            self.nodes[target as usize].trial -= 1;
         }
         self.nodes.iter().all(|n| n.trial >= 0)
     }
@@ -191,16 +209,16 @@ impl Graph {
         for (i, node) in self.nodes.iter_mut().enumerate() {
             if node.trial > 0 || node.opaque || !consistent {
                 node.live = true;
-                self.work.push(i);
+                self.work.push(i as u32);
             }
         }
         while let Some(i) = self.work.pop() {
-            let (first, end) = (self.nodes[i].first_edge, self.nodes[i].end_edge);
-            for e in first..end {
-                let j = self.edges[e];
+            let node = &self.nodes[i as usize];
+            for e in node.first_edge..node.end_edge {
+                let j = self.edges[e as usize] as usize;
                 if !self.nodes[j].live {
                     self.nodes[j].live = true;
-                    self.work.push(j);
+                    self.work.push(j as u32);
                 }
             }
         }
@@ -208,30 +226,31 @@ impl Graph {
 
     /// Step 3: clears `IN_GRAPH` on every node, promotes the live ones if
     /// asked, and returns the garbage.
-    fn collect_white(&mut self, promote: bool) -> Verdict {
+    fn collect_white(&mut self, minor: bool, promote: bool) -> Verdict {
         let traced = self.nodes.len();
-        let mut garbage = Vec::new();
-        let mut retry = Vec::new();
+        self.garbage.clear();
+        self.retry.clear();
         let mut promoted = 0;
-        for node in self.nodes.drain(..) {
+        for node in &self.nodes {
             // SAFETY: nodes are live.
             let h = unsafe { node.object.as_ref() };
             h.clear_flag(IN_GRAPH);
             if !node.live {
-                garbage.push(node.object);
+                self.garbage.push(node.object);
             } else if node.opaque && node.trial == 0 {
-                retry.push(node.object);
-            } else if promote && !h.has(OLD) {
-                h.set_flag(OLD);
-                promoted += 1;
+                self.retry.push(node.object);
+            } else {
+                if promote && !h.has(OLD) {
+                    h.set_flag(OLD);
+                    promoted += 1;
+                }
+                if minor && node.trial > 0 {
+                    self.retry.push(node.object);
+                }
             }
         }
+        self.nodes.clear();
         self.edges.clear();
-        Verdict {
-            traced,
-            garbage,
-            promoted,
-            retry,
-        }
+        Verdict { traced, promoted }
     }
 }

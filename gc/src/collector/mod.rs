@@ -14,7 +14,11 @@
 //! default [`Policy::Adaptive`]. A minor collection starts from the young roots
 //! only and does not enter old objects: an edge to an old object is ignored and
 //! the old object keeps that reference as an external one, which can only keep
-//! things alive. Long-lived hubs therefore stop costing anything. A full
+//! things alive. Long-lived hubs therefore stop costing anything. For the
+//! same reason a minor collection cannot prove a young object live when a
+//! reference from outside its graph may come from an old object (a member of
+//! the same garbage cycle, perhaps): such objects go to the old roots for the
+//! next full collection (see `graph.rs`). A full
 //! collection starts from both buffers and enters everything; it runs when the
 //! objects promoted since the last full one plus the old roots waiting exceed
 //! [`AdaptiveConfig::full_fraction`] of the old population then (CPython's
@@ -119,10 +123,11 @@ impl AdaptiveConfig {
 const NIM_INITIAL_THRESHOLD: usize = 128;
 const NIM_MIN_THRESHOLD: usize = 16;
 
-#[derive(Default)]
 struct State {
     young: Vec<NonNull<Header>>,
     old: Vec<NonNull<Header>>,
+    /// The roots vector of the last collection, kept for its capacity.
+    spare: Vec<NonNull<Header>>,
     policy: Policy,
     config: AdaptiveConfig,
     /// Young roots that trigger the next minor collection (Adaptive).
@@ -130,7 +135,9 @@ struct State {
     /// Roots that trigger the next collection (Nim16).
     nim_threshold: usize,
     promoted_since_full: u64,
-    old_at_last_full: u64,
+    /// `promoted_since_full` plus old roots above which a full collection
+    /// is due (Adaptive).
+    full_budget: u64,
     graph: Graph,
     minor_collections: u64,
     full_collections: u64,
@@ -139,6 +146,31 @@ struct State {
     promoted: u64,
     total_pause: Duration,
     max_pause: Duration,
+}
+
+impl Default for State {
+    fn default() -> Self {
+        let config = AdaptiveConfig::default();
+        State {
+            young: Vec::new(),
+            old: Vec::new(),
+            spare: Vec::new(),
+            policy: Policy::default(),
+            config,
+            young_threshold: config.min_roots,
+            nim_threshold: NIM_INITIAL_THRESHOLD,
+            promoted_since_full: 0,
+            full_budget: config.min_roots as u64,
+            graph: Graph::default(),
+            minor_collections: 0,
+            full_collections: 0,
+            nodes_traced: 0,
+            freed_by_collector: 0,
+            promoted: 0,
+            total_pause: Duration::ZERO,
+            max_pause: Duration::ZERO,
+        }
+    }
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -160,8 +192,7 @@ impl State {
         // SAFETY: callers pass live objects.
         let h = unsafe { object.as_ref() };
         let buffer = self.buffer_of(h);
-        h.set_slot(buffer.len());
-        h.set_flag(BUFFERED);
+        h.set_slot_and_flag(buffer.len(), BUFFERED);
         buffer.push(object);
     }
 
@@ -183,12 +214,13 @@ impl State {
     fn due(&self) -> Option<Kind> {
         match self.policy {
             Policy::Manual => None,
-            Policy::Nim16 => (self.young.len() + self.old.len() >= self.nim_threshold_now())
-                .then_some(Kind::Full),
+            Policy::Nim16 => {
+                (self.young.len() + self.old.len() >= self.nim_threshold).then_some(Kind::Full)
+            }
             Policy::Adaptive => {
                 if self.full_due() {
                     Some(Kind::Full)
-                } else if self.young.len() >= self.young_threshold.max(self.config.min_roots) {
+                } else if self.young.len() >= self.young_threshold {
                     Some(Kind::Minor)
                 } else {
                     None
@@ -198,29 +230,30 @@ impl State {
     }
 
     fn full_due(&self) -> bool {
-        let pending = self.promoted_since_full + self.old.len() as u64;
-        let budget = (self.old_at_last_full as f64 * self.config.full_fraction) as u64;
-        pending > budget.max(self.config.min_roots as u64)
+        self.promoted_since_full + self.old.len() as u64 > self.full_budget
     }
 
-    fn nim_threshold_now(&self) -> usize {
-        if self.nim_threshold == 0 {
-            NIM_INITIAL_THRESHOLD
-        } else {
-            self.nim_threshold
-        }
+    /// Restarts the triggers from the current configuration.
+    fn reset_triggers(&mut self) {
+        self.nim_threshold = NIM_INITIAL_THRESHOLD;
+        self.young_threshold = self.config.min_roots;
+        self.set_full_budget(COUNTERS.with(|c| c.old_objects.get()));
     }
 
-    /// Takes the roots of a collection out of the buffers.
+    fn set_full_budget(&mut self, old_objects: u64) {
+        let fraction = (old_objects as f64 * self.config.full_fraction) as u64;
+        self.full_budget = fraction.max(self.config.min_roots as u64);
+    }
+
+    /// Takes the roots of a collection out of the buffers; they stay flagged
+    /// `BUFFERED` until [`Graph::collect`] enters them.
     fn take_roots(&mut self, kind: Kind) -> Vec<NonNull<Header>> {
-        let mut roots = core::mem::take(&mut self.young);
+        let spare = core::mem::take(&mut self.spare);
+        let mut roots = core::mem::replace(&mut self.young, spare);
         if kind == Kind::Full {
             roots.append(&mut self.old);
         }
-        for root in &roots {
-            // SAFETY: buffered objects are live.
-            unsafe { root.as_ref() }.clear_flag(BUFFERED);
-        }
+        // The graph clears each root's `BUFFERED` flag as it enters it.
         roots
     }
 
@@ -245,7 +278,7 @@ impl State {
         self.max_pause = self.max_pause.max(pause);
         match self.policy {
             Policy::Nim16 => {
-                let threshold = self.nim_threshold_now();
+                let threshold = self.nim_threshold;
                 self.nim_threshold = if freed * 2 >= traced {
                     (threshold / 3 * 2).max(NIM_MIN_THRESHOLD)
                 } else if threshold < usize::MAX / 4 {
@@ -260,7 +293,7 @@ impl State {
         }
         if kind == Kind::Full {
             self.promoted_since_full = 0;
-            self.old_at_last_full = COUNTERS.with(|c| c.old_objects.get());
+            self.set_full_budget(COUNTERS.with(|c| c.old_objects.get()));
         }
     }
 }
@@ -411,26 +444,32 @@ fn run(kind: Kind) {
         let roots = state.take_roots(kind);
         (roots, core::mem::take(&mut state.graph), promote)
     });
-    let Ok((roots, mut graph, promote)) = taken else {
+    let Ok((mut roots, mut graph, promote)) = taken else {
         return;
     };
     let verdict = graph.collect(&roots, kind == Kind::Minor, promote, &mut |root| {
         STATE.with(|state| state.borrow_mut().push(root))
     });
-    drop(roots);
+    roots.clear();
     STATE.with(|state| {
         let mut state = state.borrow_mut();
-        for &object in &verdict.retry {
-            state.push(object);
+        state.spare = roots;
+        for &object in &graph.retry {
+            // SAFETY: live objects of the graph (no user code has run since
+            // the verdict, so none was freed).
+            if !unsafe { object.as_ref() }.has(BUFFERED) {
+                state.push(object);
+            }
         }
     });
-    let freed = verdict.garbage.len();
+    let freed = graph.garbage.len();
     COUNTERS.with(|c| {
         c.old_objects
             .set(c.old_objects.get() + verdict.promoted as u64);
         c.live.set(c.live.get() - freed as u64);
     });
-    let outcome = panic::catch_unwind(AssertUnwindSafe(|| kill(&verdict.garbage)));
+    let outcome = panic::catch_unwind(AssertUnwindSafe(|| kill(&graph.garbage)));
+    graph.garbage.clear();
     let pause = start.elapsed();
     STATE.with(|state| {
         let mut state = state.borrow_mut();
@@ -466,13 +505,19 @@ fn kill(garbage: &[NonNull<Header>]) {
     }
     drop_queue::batch(|| {
         let mut first_panic = None;
-        for &object in garbage {
-            // SAFETY: the value is alive (objects become DEAD only here, and
-            // the verdict contains no DEAD object); nothing references it but
-            // other members and handles that will see DEAD from now on. The
-            // hold keeps the memory.
-            let dropped = panic::catch_unwind(AssertUnwindSafe(|| unsafe {
-                header::drop_value_erased(object)
+        // One `catch_unwind` for the whole run, resumed after a panic at the
+        // next object.
+        let mut next = 0;
+        while next < garbage.len() {
+            let dropped = panic::catch_unwind(AssertUnwindSafe(|| {
+                while let Some(&object) = garbage.get(next) {
+                    next += 1;
+                    // SAFETY: the value is alive (objects become DEAD only
+                    // here, and the verdict contains no DEAD object); nothing
+                    // references it but other members and handles that see
+                    // DEAD from now on. The hold keeps the memory.
+                    unsafe { header::drop_value_erased(object) }
+                }
             }));
             if let Err(payload) = dropped {
                 first_panic.get_or_insert(payload);
@@ -557,8 +602,7 @@ pub fn set_policy(policy: Policy) {
     let _ = STATE.try_with(|state| {
         let mut state = state.borrow_mut();
         state.policy = policy;
-        state.nim_threshold = NIM_INITIAL_THRESHOLD;
-        state.young_threshold = state.config.min_roots;
+        state.reset_triggers();
     });
 }
 
@@ -571,5 +615,9 @@ pub fn policy() -> Policy {
 
 /// Tunes this thread's [`Policy::Adaptive`].
 pub fn set_adaptive_config(config: AdaptiveConfig) {
-    let _ = STATE.try_with(|state| state.borrow_mut().config = config);
+    let _ = STATE.try_with(|state| {
+        let mut state = state.borrow_mut();
+        state.config = config;
+        state.reset_triggers();
+    });
 }

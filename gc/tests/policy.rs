@@ -1,0 +1,249 @@
+//! Triggers and generations: Nim16's exact threshold rule, Manual, and the
+//! adaptive generational policy's bounded work and memory.
+mod common;
+
+use common::*;
+use recycler::{AdaptiveConfig, Gc, Policy};
+
+/// Creates a 2-node cycle and drops it: two roots buffered.
+fn drop_two_cycle() {
+    let a = Node::new();
+    let b = Node::new();
+    a.link(&b);
+    b.link(&a);
+}
+
+#[test]
+fn manual_never_collects_by_itself() {
+    recycler::set_policy(Policy::Manual);
+    for _ in 0..2_000 {
+        drop_two_cycle();
+    }
+    let stats = recycler::stats();
+    assert_eq!(stats.collections(), 0);
+    assert_eq!(stats.roots_buffered, 4_000);
+    assert_eq!(stats.live, 4_000);
+    recycler::collect();
+    let stats = recycler::stats();
+    assert_eq!(stats.live, 0);
+    assert_eq!(stats.freed_by_collector, 4_000);
+    assert_eq!(stats.roots_buffered, 0);
+}
+
+#[test]
+fn nim16_threshold_shrinks_to_sixteen_when_collections_free_garbage() {
+    recycler::set_policy(Policy::Nim16);
+    // Thresholds 128, 84, 56, 36, 24, 16, 16: each collection frees all it
+    // touches, so the threshold shrinks by a third down to the floor of 16.
+    let mut cycles_between = Vec::new();
+    let mut since = 0;
+    let mut collections = 0;
+    while cycles_between.len() < 7 {
+        drop_two_cycle();
+        since += 1;
+        let now = recycler::stats().collections();
+        if now != collections {
+            collections = now;
+            cycles_between.push(since);
+            since = 0;
+        }
+    }
+    assert_eq!(cycles_between, vec![64, 42, 28, 18, 12, 8, 8]);
+    let stats = recycler::stats();
+    assert_eq!(stats.full_collections, 7);
+    assert_eq!(stats.minor_collections, 0);
+    assert_eq!(stats.promoted, 0, "Nim16 has no generations");
+}
+
+#[test]
+fn nim16_threshold_grows_when_collections_touch_live_objects() {
+    recycler::set_policy(Policy::Manual);
+    // A live hub of 1000 nodes that every dropped cycle points into.
+    let hub = Node::new();
+    for _ in 0..1000 {
+        let n = Node::new();
+        n.link(&hub);
+        hub.link(&n);
+    }
+    recycler::collect();
+    recycler::set_policy(Policy::Nim16);
+    let base = recycler::stats();
+    // Each request: a 2-cycle holding the hub; dropping the hub clone buffers
+    // the hub, so every collection re-traverses all 1001 hub nodes and frees
+    // far fewer than half of what it touches: the threshold grows by 3/2.
+    let mut points: Vec<u64> = Vec::new();
+    let mut since = 0;
+    let mut collections = base.collections();
+    while points.len() < 3 {
+        {
+            let a = Node::new();
+            let b = Node::new();
+            a.link(&b);
+            b.link(&a);
+            a.link(&hub.clone());
+        }
+        since += 1;
+        let now = recycler::stats().collections();
+        if now != collections {
+            collections = now;
+            points.push(since);
+            since = 0;
+        }
+    }
+    // Thresholds 128, 192, 288 roots: each cycle adds two roots, the hub one
+    // per collection period.
+    assert_eq!(points[0], 64);
+    for (i, threshold) in [128u64, 192, 288].into_iter().enumerate() {
+        assert!(points[i].abs_diff(threshold / 2) <= 1, "{points:?}");
+    }
+    let traced = recycler::stats().nodes_traced - base.nodes_traced;
+    assert!(
+        traced >= 3 * 1001,
+        "every collection walked the hub: {traced}"
+    );
+    drop(hub);
+    recycler::collect();
+    assert_eq!(recycler::stats().live, 0);
+}
+
+#[test]
+fn adaptive_minor_collections_do_not_retrace_an_old_hub() {
+    recycler::set_policy(Policy::Adaptive);
+    recycler::set_adaptive_config(AdaptiveConfig::default().min_roots(64));
+    let hub = Node::new();
+    for _ in 0..10_000 {
+        let n = Node::new();
+        n.link(&hub);
+        hub.link(&n);
+    }
+    // The first collection promotes the hub.
+    recycler::collect();
+    assert_eq!(recycler::stats().old_objects, 10_001);
+    let base = recycler::stats();
+    const REQUESTS: u64 = 20_000;
+    for _ in 0..REQUESTS {
+        let req = Node::new();
+        let ctx = Node::new();
+        req.link(&ctx);
+        ctx.link(&req);
+        ctx.link(&hub);
+    }
+    let stats = recycler::stats();
+    let minors = stats.minor_collections - base.minor_collections;
+    let traced = stats.nodes_traced - base.nodes_traced;
+    assert!(
+        minors >= REQUESTS * 2 / 64 / 2,
+        "minor collections ran: {minors}"
+    );
+    // Work grows with the garbage (two nodes per request), not with the hub.
+    assert!(
+        traced <= 2 * REQUESTS + 64,
+        "traced {traced} nodes for {REQUESTS} requests"
+    );
+    assert_eq!(stats.full_collections, base.full_collections);
+    assert!(stats.live <= 10_001 + 2 * 64 + 2);
+    drop(hub);
+    recycler::collect();
+    assert_eq!(recycler::stats().live, 0);
+}
+
+#[test]
+fn adaptive_memory_stays_flat_under_cycle_churn() {
+    recycler::set_policy(Policy::Adaptive);
+    let mut max_live = 0;
+    let rounds = if cfg!(miri) { 3_000 } else { 300_000 };
+    for _ in 0..rounds {
+        drop_two_cycle();
+        max_live = max_live.max(recycler::stats().live);
+    }
+    let config = AdaptiveConfig::default();
+    assert!(
+        max_live <= 2 * config.min_roots as u64 + 2,
+        "max live {max_live}"
+    );
+    assert!(recycler::stats().freed_by_collector >= rounds as u64 * 2 - max_live);
+}
+
+#[test]
+fn promoted_cycles_are_collected_by_an_automatic_full_collection() {
+    recycler::set_policy(Policy::Adaptive);
+    // Cycles that survive a collection become old...
+    let mut held = Vec::new();
+    for _ in 0..100 {
+        let a = Node::new();
+        let b = Node::new();
+        a.link(&b);
+        b.link(&a);
+        held.push(a);
+    }
+    recycler::collect();
+    assert_eq!(recycler::stats().old_objects, 200);
+    // ...and become garbage while old: minor collections cannot free them.
+    drop(held);
+    recycler::collect_minor();
+    assert_eq!(recycler::stats().live, 200);
+    // Work like a server with a small trigger: a few requests in flight
+    // survive each minor collection and are promoted; promotions plus the old
+    // roots waiting trigger a full collection on their own, which frees the
+    // old cycles.
+    recycler::set_adaptive_config(AdaptiveConfig::default().min_roots(32));
+    let fulls = recycler::stats().full_collections;
+    let mut in_flight = std::collections::VecDeque::new();
+    for _ in 0..5_000 {
+        let a = Node::new();
+        let b = Node::new();
+        a.link(&b);
+        b.link(&a);
+        in_flight.push_back(a);
+        if in_flight.len() > 8 {
+            in_flight.pop_front();
+        }
+    }
+    assert!(recycler::stats().full_collections > fulls);
+    drop(in_flight);
+    let live = recycler::stats().live;
+    assert!(live < 200, "old cycles freed automatically, {live} live");
+}
+
+#[test]
+fn a_cycle_across_generations_waits_for_a_full_collection() {
+    recycler::set_policy(Policy::Manual);
+    let old = Node::new();
+    recycler::set_policy(Policy::Adaptive);
+    let keep = old.clone();
+    drop(keep); // buffer `old`
+    recycler::collect_minor(); // `old` is live: promoted
+    assert_eq!(recycler::stats().old_objects, 1);
+    recycler::set_policy(Policy::Manual);
+    let young = Node::new();
+    old.link(&young);
+    young.link(&old);
+    drop((old, young));
+    recycler::collect_minor();
+    assert!(
+        take_dropped().is_empty(),
+        "a minor collection keeps old objects"
+    );
+    recycler::collect();
+    assert_eq!(take_dropped().len(), 2);
+    assert_eq!(recycler::stats().old_objects, 0);
+    assert_eq!(recycler::stats().live, 0);
+}
+
+#[test]
+fn leaf_types_are_never_buffered() {
+    recycler::set_policy(Policy::Adaptive);
+    let s = Gc::new(String::from("leaf"));
+    for _ in 0..100 {
+        let c = s.clone();
+        drop(c);
+    }
+    assert_eq!(recycler::stats().roots_buffered, 0);
+    let n = Node::new();
+    for _ in 0..100 {
+        drop(n.clone());
+    }
+    assert_eq!(recycler::stats().roots_buffered, 1, "buffered once");
+    drop(n);
+    assert_eq!(recycler::stats().roots_buffered, 0, "unbuffered when freed");
+}
