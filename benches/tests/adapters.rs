@@ -63,7 +63,8 @@ fn check_heap<H: Heap>() {
                 drop(hub::request::<H>(&root, Back::Strong));
             }
         });
-        let expected = if H::COUNTING_ONLY { 2_000 } else { 0 };
+        // Leaked contexts keep the root and so the 100-node tree alive.
+        let expected = if H::COUNTING_ONLY { 2_100 } else { 0 };
         assert_eq!(alive, expected, "{name}: hub");
     }
 }
