@@ -26,6 +26,10 @@ struct Args {
     /// Criterion's output directory (default: the workspace's target/criterion).
     #[arg(long)]
     criterion_dir: Option<PathBuf>,
+    /// A remark on the conditions of the run, printed with the machine (e.g.
+    /// "other builds were running on the same cores").
+    #[arg(long)]
+    note: Option<String>,
 }
 
 /// One measured benchmark.
@@ -74,7 +78,7 @@ fn main() -> ExitCode {
         );
         return ExitCode::FAILURE;
     }
-    let text = render(&measured, &findings);
+    let text = render(&measured, &findings, args.note.as_deref());
     if let Err(e) = std::fs::write(&args.out, text) {
         eprintln!("error: cannot write {}: {e}", args.out.display());
         return ExitCode::FAILURE;
@@ -205,6 +209,7 @@ fn leak_of(f: &Finding) -> Option<i64> {
 fn render(
     measured: &BTreeMap<Key, BTreeMap<String, Measured>>,
     findings: &BTreeMap<Key, BTreeMap<String, Finding>>,
+    note: Option<&str>,
 ) -> String {
     let mut md = String::new();
     let _ = writeln!(md, "# Benchmarks\n");
@@ -218,7 +223,7 @@ fn render(
          runs once untimed with a counter in every node's `Drop`: \"leaks N\" means N nodes were \
          still alive after the final full collection; a panic there makes the cell \"n/a\".\n"
     );
-    machine_section(&mut md);
+    machine_section(&mut md, note);
     for family in FAMILIES {
         family_table(&mut md, family, measured, findings);
     }
@@ -227,7 +232,7 @@ fn render(
     md
 }
 
-fn machine_section(md: &mut String) {
+fn machine_section(md: &mut String, note: Option<&str>) {
     let cpu = std::fs::read_to_string("/proc/cpuinfo")
         .ok()
         .and_then(|s| {
@@ -260,7 +265,11 @@ fn machine_section(md: &mut String) {
     .iter()
     .filter_map(|name| lock_version(&lock, name).map(|v| format!("`{name}` {v}")))
     .collect();
-    let _ = writeln!(md, "- Crates (Cargo.lock): {}\n", versions.join(", "));
+    let _ = writeln!(md, "- Crates (Cargo.lock): {}", versions.join(", "));
+    if let Some(note) = note {
+        let _ = writeln!(md, "- Conditions: {note}");
+    }
+    let _ = writeln!(md);
 }
 
 fn command_output(cmd: &str, args: &[&str]) -> String {
@@ -312,6 +321,12 @@ fn family_table(
         let _ = writeln!(md, "_Not run._\n");
         return;
     }
+    let missing: Vec<&str> = family
+        .columns
+        .iter()
+        .copied()
+        .filter(|c| !columns.contains(c))
+        .collect();
     let _ = writeln!(md, "| workload | {} |", columns.join(" | "));
     let _ = writeln!(md, "|---|{}", "---|".repeat(columns.len()));
     for key in &keys {
@@ -341,6 +356,9 @@ fn family_table(
         let _ = writeln!(md, "| {} | {} |", row_label(key), cells.join(" | "));
     }
     let _ = writeln!(md);
+    if !missing.is_empty() {
+        let _ = writeln!(md, "Not measured in this run: {}.\n", missing.join(", "));
+    }
 }
 
 fn mean(
