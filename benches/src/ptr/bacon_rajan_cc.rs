@@ -5,7 +5,7 @@ use std::cell::RefCell;
 
 use bacon_rajan_cc::{Cc, Trace, Tracer};
 
-use crate::heap::{Heap, Workload};
+use crate::heap::Workload;
 use crate::live::Live;
 
 /// Marker for `bacon_rajan_cc::Cc`.
@@ -42,74 +42,16 @@ impl Trace for GraphNode {
     }
 }
 
-impl Heap for BaconRajanCc {
-    const NAME: &'static str = "bacon_rajan_cc";
-    type Pair = Cc<PairNode>;
-    type Graph = Cc<GraphNode>;
-    type Leaf = Cc<u64>;
-    type Text = Cc<String>;
-
-    fn pair(left: Option<Self::Pair>, right: Option<Self::Pair>) -> Self::Pair {
-        Cc::new(PairNode {
-            left,
-            right,
-            back: RefCell::new(None),
-            _live: Live::new(),
-        })
-    }
-    fn left(p: &Self::Pair) -> Option<&Self::Pair> {
-        p.left.as_ref()
-    }
-    fn right(p: &Self::Pair) -> Option<&Self::Pair> {
-        p.right.as_ref()
-    }
-    fn set_back(p: &Self::Pair, to: &Self::Pair) {
-        *p.back.borrow_mut() = Some(to.clone());
-    }
-    fn has_back(p: &Self::Pair) -> bool {
-        p.back.borrow().is_some()
-    }
-
-    fn graph(label: String) -> Self::Graph {
-        Cc::new(GraphNode {
-            _label: label,
-            edges: RefCell::new(Vec::new()),
-            back: RefCell::new(None),
-            _live: Live::new(),
-        })
-    }
-    fn with_edges<R>(g: &Self::Graph, f: impl FnOnce(&mut Vec<Self::Graph>) -> R) -> R {
-        f(&mut g.edges.borrow_mut())
-    }
-    fn set_graph_back(g: &Self::Graph, to: &Self::Graph) {
-        *g.back.borrow_mut() = Some(to.clone());
-    }
-    fn clear_graph(g: &Self::Graph) {
-        let edges = std::mem::take(&mut *g.edges.borrow_mut());
-        drop(edges);
-        let back = g.back.borrow_mut().take();
-        drop(back);
-    }
-
-    fn leaf(v: u64) -> Self::Leaf {
-        Cc::new(v)
-    }
-    fn leaf_value(l: &Self::Leaf) -> u64 {
-        **l
-    }
-    fn text(s: String) -> Self::Text {
-        Cc::new(s)
-    }
-    fn text_len(t: &Self::Text) -> usize {
-        t.len()
-    }
-
-    fn collect() {
-        bacon_rajan_cc::collect_cycles();
-    }
-    fn unsupported(w: Workload) -> Option<&'static str> {
-        (w == Workload::Hub).then_some(
-            "no automatic collection (roots are buffered until collect_cycles is called)",
-        )
-    }
-}
+strong_back_heap!(
+    impl[] BaconRajanCc,
+    name: "bacon_rajan_cc",
+    ptr: Cc,
+    collect: bacon_rajan_cc::collect_cycles(),
+    extra: {
+        fn unsupported(w: Workload) -> Option<&'static str> {
+            (w == Workload::Hub).then_some(
+                "no automatic collection (roots are buffered until collect_cycles is called)",
+            )
+        }
+    },
+);

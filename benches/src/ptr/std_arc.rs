@@ -3,7 +3,7 @@
 
 use std::sync::{Arc, Mutex, Weak};
 
-use crate::heap::{Heap, SyncHeap};
+use crate::heap::SyncHeap;
 use crate::live::Live;
 
 /// Marker for `std::sync::Arc`.
@@ -25,70 +25,7 @@ pub struct GraphNode {
     _live: Live,
 }
 
-impl Heap for StdArc {
-    const NAME: &'static str = "arc";
-    const COUNTING_ONLY: bool = true;
-    type Pair = Arc<PairNode>;
-    type Graph = Arc<GraphNode>;
-    type Leaf = Arc<u64>;
-    type Text = Arc<String>;
-
-    fn pair(left: Option<Self::Pair>, right: Option<Self::Pair>) -> Self::Pair {
-        Arc::new(PairNode {
-            left,
-            right,
-            back: Mutex::new(Weak::new()),
-            _live: Live::new(),
-        })
-    }
-    fn left(p: &Self::Pair) -> Option<&Self::Pair> {
-        p.left.as_ref()
-    }
-    fn right(p: &Self::Pair) -> Option<&Self::Pair> {
-        p.right.as_ref()
-    }
-    fn set_back(p: &Self::Pair, to: &Self::Pair) {
-        *p.back.lock().unwrap() = Arc::downgrade(to);
-    }
-    fn has_back(p: &Self::Pair) -> bool {
-        p.back.lock().unwrap().strong_count() != 0
-    }
-
-    fn graph(label: String) -> Self::Graph {
-        Arc::new(GraphNode {
-            _label: label,
-            edges: Mutex::new(Vec::new()),
-            back: Mutex::new(Weak::new()),
-            _live: Live::new(),
-        })
-    }
-    fn with_edges<R>(g: &Self::Graph, f: impl FnOnce(&mut Vec<Self::Graph>) -> R) -> R {
-        f(&mut g.edges.lock().unwrap())
-    }
-    fn set_graph_back(g: &Self::Graph, to: &Self::Graph) {
-        *g.back.lock().unwrap() = Arc::downgrade(to);
-    }
-    fn clear_graph(g: &Self::Graph) {
-        let edges = std::mem::take(&mut *g.edges.lock().unwrap());
-        drop(edges);
-        *g.back.lock().unwrap() = Weak::new();
-    }
-
-    fn leaf(v: u64) -> Self::Leaf {
-        Arc::new(v)
-    }
-    fn leaf_value(l: &Self::Leaf) -> u64 {
-        **l
-    }
-    fn text(s: String) -> Self::Text {
-        Arc::new(s)
-    }
-    fn text_len(t: &Self::Text) -> usize {
-        t.len()
-    }
-
-    fn collect() {}
-}
+weak_back_heap!(StdArc, name: "arc", ptr: Arc, weak: Weak);
 
 /// Node of the threaded random-operations workload.
 pub struct SyncNode {

@@ -7,13 +7,20 @@ use crate::heap::Heap;
 
 /// Runs the workload; returns the node counts per depth (the checksum).
 pub fn binary_trees<H: Heap>(max_depth: usize) -> Vec<usize> {
+    count_trees::<H>(max_depth, tree::<H>)
+}
+
+/// The benchmarks-game loop shared with the parent-pointer variant: for each
+/// depth, build `2^(max_depth - depth + 4)` trees with `make`, count their
+/// nodes, drop them; then one full collection.
+pub(crate) fn count_trees<H: Heap>(max_depth: usize, make: fn(usize) -> H::Pair) -> Vec<usize> {
     let mut res = Vec::new();
     let min_depth = 4;
     for depth in (min_depth..max_depth).step_by(2) {
         let iterations = 1 << (max_depth - depth + min_depth);
         let mut check = 0;
         for _ in 0..iterations {
-            check += count::<H>(&tree::<H>(depth));
+            check += count::<H>(&make(depth));
         }
         res.push(check);
     }

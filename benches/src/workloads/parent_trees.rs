@@ -4,22 +4,11 @@
 //! collection.
 
 use crate::heap::Heap;
-use crate::workloads::binary_trees::count;
+use crate::workloads::binary_trees::count_trees;
 
 /// Runs the workload; returns the node counts per depth (the checksum).
 pub fn parent_trees<H: Heap>(max_depth: usize) -> Vec<usize> {
-    let mut res = Vec::new();
-    let min_depth = 4;
-    for depth in (min_depth..max_depth).step_by(2) {
-        let iterations = 1 << (max_depth - depth + min_depth);
-        let mut check = 0;
-        for _ in 0..iterations {
-            check += count::<H>(&tree_with_parents::<H>(depth));
-        }
-        res.push(check);
-    }
-    H::collect();
-    res
+    count_trees::<H>(max_depth, tree_with_parents::<H>)
 }
 
 /// A complete tree whose inner children point back to their parent (leaves,
