@@ -229,8 +229,37 @@ fn render(
     }
     goals_section(&mut md, measured);
     findings_section(&mut md, findings);
+    md.push_str(METHOD);
     md
 }
+
+/// How the suite is built and where it departs from the workloads' sources.
+const METHOD: &str = "## Method and departures from the sources
+
+- One source per workload (`benches/src/workloads/`), generic over an adapter trait
+  with one file per pointer (`benches/src/ptr/`). All pointers use the same node
+  layouts: a *pair* node (two child slots fixed at construction, one mutable back-edge
+  slot: trees and lists) and a *graph* node (label, mutable edge list, back-edge slot:
+  stress test, random operations, hub). rust-cc-benchmarks uses enums whose leaves
+  carry no fields; here every node has the same layout, for every pointer alike.
+- Back edges are strong pointers for the collectors and `Weak` for `rc`, `arc` and
+  `recycler-rc`, as in rust-cc-benchmarks. Cells are `RefCell` (single-threaded),
+  `Mutex` (`arc`, `dumpster-sync`, `gcmodule-threaded`) and `GcCell` (`gc`, which
+  requires it).
+- dumpster's random operations: 250,000 operations instead of 1,000,000, `SmallRng`
+  seeded 12345 instead of `fastrand`; a pointer removed from an edge list is dropped
+  after the cell is released (so a collection triggered by that drop never meets a
+  borrowed cell). The threaded variant counts the final drop and collection in the
+  measured time (dumpster's harness leaves them out).
+- The stress test carries its `StdRng` (seed `0xCAFE`) across iterations, as the
+  original does. The collectors run with their default automatic-collection settings
+  (`bacon_rajan_cc` and `gcmodule` have none); the workloads call each crate's full
+  collection where the originals do.
+- The system allocator is used (rust-cc-benchmarks has an optional jemalloc feature).
+- Criterion: 10 samples, 0.5 s warm-up, 1.5 s measurement per benchmark (overridable
+  with criterion's flags); on a busy machine the spread is wide — compare within a
+  row, not across runs.
+";
 
 fn machine_section(md: &mut String, note: Option<&str>) {
     let cpu = std::fs::read_to_string("/proc/cpuinfo")
