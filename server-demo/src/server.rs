@@ -1,0 +1,292 @@
+//! `serve`: N worker threads, each with its own single-threaded tokio runtime
+//! and its own `SO_REUSEPORT` listener, serving HTTP/1.1 with keep-alive
+//! through hyper. Every request builds its object graph with the mode's
+//! pointer family ([`crate::graph::handle`]).
+//!
+//! Shutdown: the main thread waits for Ctrl-C or SIGTERM, tells the workers,
+//! and each worker stops accepting, lets its connections finish the request
+//! they are on (graceful shutdown, bounded by [`GRACE`]) and exits.
+
+use std::cell::Cell;
+use std::convert::Infallible;
+use std::net::IpAddr;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use bytes::Bytes;
+use clap::Args;
+use http_body_util::Full;
+use hyper::header::{HeaderValue, CONTENT_TYPE};
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use hyper_util::server::graceful::GracefulShutdown;
+use tokio::sync::{mpsc, watch};
+
+use crate::family::{Family, GcFamily, RcFamily};
+use crate::graph;
+use crate::hubs::Hubs;
+use crate::mode::Mode;
+use crate::stats::{self, ServerStats, StatsQuery, ThreadStats};
+
+/// How long connections get to finish once shutdown starts.
+const GRACE: Duration = Duration::from_secs(2);
+
+/// Arguments of `serve`.
+#[derive(Args, Debug, Clone)]
+pub struct ServeArgs {
+    /// Memory management of the request path.
+    #[arg(long, value_enum, default_value_t = Mode::Orc)]
+    pub mm: Mode,
+    /// Worker threads (each with its own runtime and listener).
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub threads: u16,
+    /// Port to listen on (0 picks a free one, printed on stdout).
+    #[arg(long, default_value_t = 8070)]
+    pub port: u16,
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: IpAddr,
+}
+
+/// What every worker shares.
+struct Shared {
+    mode: Mode,
+    started: Instant,
+    peers: Vec<mpsc::UnboundedSender<StatsQuery>>,
+}
+
+/// Runs the server until Ctrl-C or SIGTERM.
+pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
+    let threads = usize::from(args.threads);
+    let listeners = crate::listen::bind(args.host, args.port, threads)?;
+    let addr = listeners[0].local_addr()?;
+
+    let (shutdown_tx, shutdown_rx) = watch::channel(false);
+    let mut inboxes = Vec::with_capacity(threads);
+    let mut peers = Vec::with_capacity(threads);
+    for _ in 0..threads {
+        let (tx, rx) = mpsc::unbounded_channel();
+        peers.push(tx);
+        inboxes.push(rx);
+    }
+    let shared = Arc::new(Shared {
+        mode: args.mm,
+        started: Instant::now(),
+        peers,
+    });
+
+    // Signal handlers first, so a SIGTERM right after the "listening" line
+    // already means a clean shutdown.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let (mut sigint, mut sigterm) = runtime
+        .block_on(async {
+            use tokio::signal::unix::{signal, SignalKind};
+            anyhow::Ok((
+                signal(SignalKind::interrupt())?,
+                signal(SignalKind::terminate())?,
+            ))
+        })
+        .context("cannot install the signal handlers")?;
+
+    let (done_tx, mut done_rx) = mpsc::unbounded_channel::<(usize, anyhow::Result<()>)>();
+    let mut workers = Vec::with_capacity(threads);
+    for (index, (listener, inbox)) in listeners.into_iter().zip(inboxes).enumerate() {
+        let shared = shared.clone();
+        let shutdown = shutdown_rx.clone();
+        let done = done_tx.clone();
+        let worker = std::thread::Builder::new()
+            .name(format!("worker-{index}"))
+            .spawn(move || {
+                let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    run_worker(index, listener, inbox, shared, shutdown)
+                }))
+                .unwrap_or_else(|_| Err(anyhow::anyhow!("the worker thread panicked")));
+                let _ = done.send((index, result));
+            })
+            .context("cannot start a worker thread")?;
+        workers.push(worker);
+    }
+    drop(done_tx);
+
+    println!(
+        "listening on http://{addr} (mm {}, {threads} threads)",
+        args.mm
+    );
+    use std::io::Write as _;
+    std::io::stdout().flush()?;
+
+    // Run until a signal, or until a worker stops by itself (an error).
+    let first_exit = runtime.block_on(async {
+        tokio::select! {
+            _ = sigint.recv() => None,
+            _ = sigterm.recv() => None,
+            exit = done_rx.recv() => exit,
+        }
+    });
+    eprintln!("shutting down");
+    let _ = shutdown_tx.send(true);
+    let mut result = Ok(());
+    if let Some((index, Err(e))) = first_exit {
+        result = Err(e.context(format!("worker {index} failed")));
+    }
+    for worker in workers {
+        // Panics were caught in the thread and reported through `done`.
+        let _ = worker.join();
+    }
+    while let Ok((index, r)) = done_rx.try_recv() {
+        if let Err(e) = r {
+            if result.is_ok() {
+                result = Err(e.context(format!("worker {index} failed")));
+            }
+        }
+    }
+    result
+}
+
+/// One worker thread: sets the collection policy, builds the hubs, serves.
+fn run_worker(
+    index: usize,
+    listener: std::net::TcpListener,
+    inbox: mpsc::UnboundedReceiver<StatsQuery>,
+    shared: Arc<Shared>,
+    shutdown: watch::Receiver<bool>,
+) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let local = tokio::task::LocalSet::new();
+    shared.mode.apply_policy();
+    match shared.mode {
+        Mode::Arc => local.block_on(
+            &runtime,
+            serve::<RcFamily>(index, listener, inbox, shared, shutdown),
+        ),
+        Mode::OrcNim16 | Mode::Orc => local.block_on(
+            &runtime,
+            serve::<GcFamily>(index, listener, inbox, shared, shutdown),
+        ),
+    }
+}
+
+/// Per-thread state the connections share.
+struct Worker<F: Family> {
+    index: usize,
+    hubs: Hubs<F>,
+    requests: Cell<u64>,
+    shared: Arc<Shared>,
+}
+
+impl<F: Family> Worker<F> {
+    fn thread_stats(&self) -> ThreadStats {
+        ThreadStats::current(
+            self.index,
+            self.requests.get(),
+            self.hubs.in_flight() as u64,
+        )
+    }
+}
+
+async fn serve<F: Family>(
+    index: usize,
+    listener: std::net::TcpListener,
+    mut inbox: mpsc::UnboundedReceiver<StatsQuery>,
+    shared: Arc<Shared>,
+    mut shutdown: watch::Receiver<bool>,
+) -> anyhow::Result<()> {
+    let listener = tokio::net::TcpListener::from_std(listener)?;
+    let worker = Rc::new(Worker::<F> {
+        index,
+        hubs: Hubs::new(),
+        requests: Cell::new(0),
+        shared,
+    });
+    {
+        let worker = worker.clone();
+        tokio::task::spawn_local(async move {
+            while let Some(reply) = inbox.recv().await {
+                let _ = reply.send(worker.thread_stats());
+            }
+        });
+    }
+    let graceful = GracefulShutdown::new();
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                let stream = match accepted {
+                    Ok((stream, _)) => stream,
+                    // Out of descriptors or a connection reset before accept:
+                    // keep serving the others.
+                    Err(e) => {
+                        eprintln!("worker {index}: accept failed: {e}");
+                        tokio::task::yield_now().await;
+                        continue;
+                    }
+                };
+                let _ = stream.set_nodelay(true);
+                let worker = worker.clone();
+                let service = service_fn(move |req| respond(worker.clone(), req));
+                let conn = hyper::server::conn::http1::Builder::new()
+                    .keep_alive(true)
+                    .serve_connection(TokioIo::new(stream), service);
+                let conn = graceful.watch(conn);
+                tokio::task::spawn_local(async move {
+                    // Errors here are the client's (reset, malformed request
+                    // already answered with 400): nothing to do but close.
+                    let _ = conn.await;
+                });
+            }
+            _ = shutdown.changed() => break,
+        }
+    }
+    drop(listener);
+    let _ = tokio::time::timeout(GRACE, graceful.shutdown()).await;
+    Ok(())
+}
+
+async fn respond<F: Family>(
+    worker: Rc<Worker<F>>,
+    req: hyper::Request<hyper::body::Incoming>,
+) -> Result<hyper::Response<Full<Bytes>>, Infallible> {
+    let reply = graph::handle(
+        &worker.hubs,
+        req.method().as_str(),
+        req.uri().path(),
+        req.headers()
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.to_str().unwrap_or(""))),
+    );
+    worker.requests.set(worker.requests.get() + 1);
+    let body = if reply.stats {
+        stats_body(&worker).await
+    } else {
+        reply.body
+    };
+    let mut response = hyper::Response::new(Full::new(Bytes::from(body)));
+    *response.status_mut() = hyper::StatusCode::from_u16(reply.status)
+        .unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
+    response
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    Ok(response)
+}
+
+async fn stats_body<F: Family>(worker: &Worker<F>) -> String {
+    let shared = &worker.shared;
+    let threads = stats::gather(&shared.peers, Duration::from_secs(1)).await;
+    let s = ServerStats {
+        mode: shared.mode,
+        pointer: F::NAME.to_owned(),
+        policy: shared.mode.policy().map(|p| format!("{p:?}")),
+        document_nodes: worker.hubs.app.document_nodes,
+        total: ThreadStats::sum(&threads),
+        threads,
+        rss_bytes: crate::procfs::rss_bytes(None).unwrap_or(0),
+        cpu_s: crate::sys::process_cpu_time().map_or(0.0, |d| d.as_secs_f64()),
+        uptime_s: shared.started.elapsed().as_secs_f64(),
+    };
+    serde_json::to_string(&s).unwrap_or_else(|e| format!(r#"{{"error":"{e}"}}"#))
+}

@@ -1,0 +1,141 @@
+//! The `/stats` document: each worker thread's collector statistics
+//! (`recycler::stats()` is per thread, so every worker answers for itself
+//! over a channel) plus the process's RSS and CPU time.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::mode::Mode;
+
+/// One worker thread's counters.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ThreadStats {
+    /// Worker index.
+    pub thread: usize,
+    /// Requests answered by this thread.
+    pub requests: u64,
+    /// Request futures registered with this thread's dispatcher right now.
+    pub in_flight: u64,
+    /// Objects allocated and not freed (leaked ones included).
+    pub live: u64,
+    /// Objects freed because their count reached zero.
+    pub freed_by_rc: u64,
+    /// Objects freed by the cycle collector.
+    pub freed_by_collector: u64,
+    /// Minor collections.
+    pub minor_collections: u64,
+    /// Full collections.
+    pub full_collections: u64,
+    /// Possible roots waiting in the buffer.
+    pub roots_buffered: u64,
+    /// Objects traced by all collections.
+    pub nodes_traced: u64,
+    /// Objects promoted to the old generation.
+    pub promoted: u64,
+    /// Old objects alive.
+    pub old_objects: u64,
+    /// Time in collections, in seconds.
+    pub total_pause_s: f64,
+    /// Longest collection, in seconds.
+    pub max_pause_s: f64,
+}
+
+impl ThreadStats {
+    /// The calling thread's statistics.
+    pub fn current(thread: usize, requests: u64, in_flight: u64) -> Self {
+        let s = recycler::stats();
+        ThreadStats {
+            thread,
+            requests,
+            in_flight,
+            live: s.live,
+            freed_by_rc: s.freed_by_rc,
+            freed_by_collector: s.freed_by_collector,
+            minor_collections: s.minor_collections,
+            full_collections: s.full_collections,
+            roots_buffered: s.roots_buffered,
+            nodes_traced: s.nodes_traced,
+            promoted: s.promoted,
+            old_objects: s.old_objects,
+            total_pause_s: s.total_pause.as_secs_f64(),
+            max_pause_s: s.max_pause.as_secs_f64(),
+        }
+    }
+
+    /// Minor plus full collections.
+    pub fn collections(&self) -> u64 {
+        self.minor_collections + self.full_collections
+    }
+
+    /// Sums counters over threads (maximum for `max_pause_s`).
+    pub fn sum<'a>(all: impl IntoIterator<Item = &'a ThreadStats>) -> ThreadStats {
+        let mut t = ThreadStats::default();
+        for s in all {
+            t.requests += s.requests;
+            t.in_flight += s.in_flight;
+            t.live += s.live;
+            t.freed_by_rc += s.freed_by_rc;
+            t.freed_by_collector += s.freed_by_collector;
+            t.minor_collections += s.minor_collections;
+            t.full_collections += s.full_collections;
+            t.roots_buffered += s.roots_buffered;
+            t.nodes_traced += s.nodes_traced;
+            t.promoted += s.promoted;
+            t.old_objects += s.old_objects;
+            t.total_pause_s += s.total_pause_s;
+            t.max_pause_s = t.max_pause_s.max(s.max_pause_s);
+        }
+        t
+    }
+}
+
+/// The body of `GET /stats`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ServerStats {
+    /// The `--mm` mode.
+    pub mode: Mode,
+    /// The pointer type of the request path.
+    pub pointer: String,
+    /// The collector policy of the workers (`null` for `arc`).
+    pub policy: Option<String>,
+    /// Nodes in each thread's application document.
+    pub document_nodes: usize,
+    /// Per worker thread.
+    pub threads: Vec<ThreadStats>,
+    /// Sums over threads.
+    pub total: ThreadStats,
+    /// Resident set size of the process, bytes.
+    pub rss_bytes: u64,
+    /// CPU time of the process (user + system), seconds.
+    pub cpu_s: f64,
+    /// Time since the server started, seconds.
+    pub uptime_s: f64,
+}
+
+/// A question to one worker: "send me your statistics".
+pub type StatsQuery = oneshot::Sender<ThreadStats>;
+
+/// Asks every worker for its statistics; a worker that does not answer
+/// within `timeout` (it is shutting down) is left out.
+pub async fn gather(
+    peers: &[mpsc::UnboundedSender<StatsQuery>],
+    timeout: Duration,
+) -> Vec<ThreadStats> {
+    let mut answers = Vec::with_capacity(peers.len());
+    for peer in peers {
+        let (tx, rx) = oneshot::channel();
+        if peer.send(tx).is_ok() {
+            answers.push(rx);
+        }
+    }
+    let mut threads = Vec::with_capacity(answers.len());
+    for rx in answers {
+        if let Ok(Ok(s)) = tokio::time::timeout(timeout, rx).await {
+            threads.push(s);
+        }
+    }
+    threads.sort_by_key(|s| s.thread);
+    threads
+}

@@ -1,0 +1,90 @@
+//! The few operating-system calls the demo needs that std does not offer:
+//! process CPU time, a parent-death signal for `compare`'s children, and
+//! sending a signal to a child. Linux only, through `libc`.
+
+use std::io;
+use std::time::Duration;
+
+/// User plus system CPU time consumed by this process so far.
+pub fn process_cpu_time() -> io::Result<Duration> {
+    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: `getrusage` writes a `rusage` into the pointer we pass, which
+    // points to writable memory of exactly that type; `RUSAGE_SELF` is valid.
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_SELF, usage.as_mut_ptr()) };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `getrusage` returned 0, so it initialised the struct (and it
+    // was zeroed before, so every field is initialised either way).
+    let usage = unsafe { usage.assume_init() };
+    let tv = |t: libc::timeval| {
+        Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64)
+    };
+    Ok(tv(usage.ru_utime) + tv(usage.ru_stime))
+}
+
+/// Asks the kernel to send SIGTERM to the calling process when its parent
+/// exits (`prctl(PR_SET_PDEATHSIG)`), then checks that the parent has not
+/// already gone. Called in a `compare` child between fork and exec, so it must
+/// only make async-signal-safe calls and must not allocate (it calls `prctl`
+/// and `getppid`, and its errors are plain OS error codes).
+pub fn die_with_parent(parent: libc::pid_t) -> io::Result<()> {
+    // SAFETY: `prctl(PR_SET_PDEATHSIG, sig)` only sets a flag on the calling
+    // process; the extra arguments are ignored and passed as zero.
+    let rc = unsafe {
+        libc::prctl(
+            libc::PR_SET_PDEATHSIG,
+            libc::SIGTERM as libc::c_ulong,
+            0,
+            0,
+            0,
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `getppid` has no preconditions.
+    if unsafe { libc::getppid() } != parent {
+        // The parent is gone already: fail the exec. (An OS error code, so
+        // nothing is allocated between fork and exec.)
+        return Err(io::Error::from_raw_os_error(libc::ESRCH));
+    }
+    Ok(())
+}
+
+/// Sends SIGTERM to `pid`.
+pub fn terminate(pid: u32) -> io::Result<()> {
+    signal(pid, libc::SIGTERM)
+}
+
+/// Sends SIGKILL to `pid`.
+pub fn kill(pid: u32) -> io::Result<()> {
+    signal(pid, libc::SIGKILL)
+}
+
+fn signal(pid: u32, sig: libc::c_int) -> io::Result<()> {
+    let pid = libc::pid_t::try_from(pid).map_err(io::Error::other)?;
+    // SAFETY: `kill` has no memory-safety preconditions. Callers pass a child
+    // they spawned and have not reaped, so the pid cannot name another process.
+    if unsafe { libc::kill(pid, sig) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Waits until the child `pid` has exited and reaps it.
+pub fn reap(pid: u32) -> io::Result<()> {
+    let pid = libc::pid_t::try_from(pid).map_err(io::Error::other)?;
+    let mut status = 0;
+    // SAFETY: `waitpid` writes the exit status into `status`, a valid `c_int`.
+    if unsafe { libc::waitpid(pid, &mut status, 0) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// This process's id.
+pub fn pid() -> libc::pid_t {
+    // SAFETY: `getpid` has no preconditions.
+    unsafe { libc::getpid() }
+}

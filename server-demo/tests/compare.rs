@@ -1,0 +1,75 @@
+//! `compare` end to end: every mode runs, results.json and the SVG are written.
+
+mod common;
+
+use std::process::Command;
+
+#[test]
+fn compare_writes_results_and_chart() {
+    let out_dir = tempfile::tempdir().unwrap();
+    let out = Command::new(common::EXE)
+        .args([
+            "compare",
+            "--duration",
+            "2s",
+            "--repeat",
+            "1",
+            "--connections",
+            "32",
+            "--out",
+        ])
+        .arg(out_dir.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "compare failed: {stderr}");
+    let table = String::from_utf8_lossy(&out.stdout);
+    for mode in ["arc", "orc-nim16", "orc"] {
+        assert!(table.contains(&format!("| {mode} |")), "{table}");
+    }
+
+    let results: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(out_dir.path().join("results.json")).unwrap(),
+    )
+    .unwrap();
+    let summary = results["summary"].as_array().unwrap();
+    let modes: Vec<&str> = summary
+        .iter()
+        .map(|s| s["mode"].as_str().unwrap())
+        .collect();
+    assert_eq!(modes, ["arc", "orc-nim16", "orc"]);
+    for s in summary {
+        assert!(s["rps"].as_f64().unwrap() > 0.0, "{s}");
+        assert!(s["peak_rss_mib"].as_f64().unwrap() > 0.0, "{s}");
+        assert_eq!(s["errors"].as_u64(), Some(0), "{s}");
+    }
+    assert_eq!(summary[0]["ratio_to_arc"].as_f64(), Some(1.0));
+    // arc never collects; the collecting modes do.
+    assert_eq!(summary[0]["freed_by_collector"].as_u64(), Some(0));
+    assert!(summary[1]["freed_by_collector"].as_u64().unwrap() > 0);
+    assert!(summary[2]["freed_by_collector"].as_u64().unwrap() > 0);
+    let runs = results["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 3);
+    assert!(runs.iter().all(|r| r["rss"].as_array().unwrap().len() >= 4));
+
+    let svg = std::fs::read_to_string(out_dir.path().join("chart.svg")).unwrap();
+    assert!(
+        svg.trim_start().starts_with("<svg"),
+        "{}",
+        &svg[..svg.len().min(200)]
+    );
+    assert!(svg.trim_end().ends_with("</svg>"));
+    for mode in ["arc", "orc-nim16", "orc"] {
+        assert!(svg.contains(mode), "the chart names {mode}");
+    }
+
+    // No server child outlives compare.
+    let ps = Command::new("ps").args(["-eo", "args"]).output().unwrap();
+    let ps = String::from_utf8_lossy(&ps.stdout);
+    assert!(
+        !ps.lines().any(
+            |l| l.contains("server-demo serve --mm") && l.contains("--port 0 --host 127.0.0.1")
+        ),
+        "{ps}"
+    );
+}
