@@ -76,7 +76,15 @@ pub struct Tracer<'a> {
     family: Family,
     edges: &'a mut Vec<NonNull<()>>,
     keep_alive: bool,
+    guards: Option<&'a mut Vec<Box<dyn HeldGuard>>>,
 }
+
+/// A lock guard a cell hands to the thread-safe collector so that the cell
+/// stays locked until the collector has finished validating (see
+/// `recycler::sync`). Implemented for every type; only dropping matters.
+pub(crate) trait HeldGuard {}
+
+impl<T> HeldGuard for T {}
 
 impl<'a> Tracer<'a> {
     /// A tracer that appends the pointers of `family` to `edges`.
@@ -85,6 +93,43 @@ impl<'a> Tracer<'a> {
             family,
             edges,
             keep_alive: false,
+            guards: None,
+        }
+    }
+
+    /// A tracer that also keeps the lock guards that cells hand it through
+    /// [`retain`](Tracer::retain) in `guards`, instead of releasing them when
+    /// the cell's `trace` returns.
+    #[allow(dead_code)] // used by `recycler::sync`
+    pub(crate) fn with_guards(
+        family: Family,
+        edges: &'a mut Vec<NonNull<()>>,
+        guards: &'a mut Vec<Box<dyn HeldGuard>>,
+    ) -> Self {
+        Tracer {
+            family,
+            edges,
+            keep_alive: false,
+            guards: Some(guards),
+        }
+    }
+
+    /// Keeps `guard` (a lock guard of a cell being traced) alive in the guard
+    /// sink, if this tracer has one; otherwise drops it now.
+    ///
+    /// # Safety
+    ///
+    /// Whatever `guard` borrows must stay alive and in place until the owner of
+    /// the guard sink has dropped its contents.
+    #[allow(dead_code)] // used by `recycler::sync`
+    pub(crate) unsafe fn retain<'g, G: 'g>(&mut self, guard: G) {
+        if let Some(sink) = self.guards.as_deref_mut() {
+            let boxed: Box<dyn HeldGuard + 'g> = Box::new(guard);
+            // SAFETY: only the trait object's lifetime bound changes (same
+            // layout and vtable); the caller guarantees the borrow outlives
+            // the sink's use of the box.
+            let boxed: Box<dyn HeldGuard + 'static> = unsafe { core::mem::transmute(boxed) };
+            sink.push(boxed);
         }
     }
 

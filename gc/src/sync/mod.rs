@@ -1,1 +1,183 @@
-//! Thread-safe counterparts of the single-threaded pointers (see the sync issue).
+//! Thread-safe counterparts of the single-threaded pointers: [`Gc`] (cycle
+//! collected), [`Weak`], [`Rc`] (plain counting, never collects) and the
+//! process-wide collector ([`collect`], [`stats`], [`set_policy`]).
+//!
+//! ```
+//! use recycler::sync::{collect, Gc};
+//! use std::sync::Mutex;
+//!
+//! #[derive(recycler::Trace)]
+//! struct Task {
+//!     name: String,
+//!     waker: Mutex<Option<Gc<Task>>>,
+//! }
+//!
+//! let task = Gc::new(Task { name: "t".into(), waker: Mutex::new(None) });
+//! *task.waker.lock().unwrap() = Some(task.clone()); // a self-cycle
+//! let worker = {
+//!     let task = task.clone();
+//!     std::thread::spawn(move || task.name.len())
+//! };
+//! assert_eq!(worker.join().unwrap(), 1);
+//! let weak = Gc::downgrade(&task);
+//! drop(task);
+//! collect();
+//! assert!(weak.upgrade().is_none());
+//! ```
+//!
+//! # Costs
+//!
+//! A handle is one word. Clone is one `fetch_add` on the header word; drop
+//! of a type that cannot own pointers is one `fetch_add`, as in `Arc`. Drop
+//! of a type that may own pointers is one compare-and-swap on the same word
+//! (retried only under contention), because the decision to buffer the
+//! object as a possible cycle root must be taken on the exact word the
+//! decrement replaces (a load followed by a blind `fetch_add` loses roots
+//! when a collector drains the entry in between — loom found that); the first
+//! time the count drops to a non-zero value the same CAS marks the object
+//! buffered and the entry goes onto this thread's own buffer. Deref reads a
+//! plain `bool` and touches no atomic. Types with
+//! [`Trace::MAY_CONTAIN_GC`](crate::Trace::MAY_CONTAIN_GC) `== false` are
+//! never buffered or traced. No mutator operation touches a lock or counter
+//! shared with other threads: buffers are per thread; the registry and the
+//! collector lock are only used by collections and thread start/exit.
+//!
+//! # The algorithm
+//!
+//! Each object has a 64-bit header word: strong count, `BUFFERED`, `ARMED`,
+//! `CLAIMED`, `DOOMED`, `GONE` and a modification counter that every mutator
+//! RMW bumps (see `header.rs`). A collection (one at a time, `try_lock`ed,
+//! never waited for) drains every thread's buffer, takes a *hold* (a strong
+//! reference) on each live root, traces breadth-first — each object's cells
+//! locked with `try_lock` while it is traced, and a hold taken on every new
+//! target *before* those locks are released — and runs trial deletion on
+//! private counts derived from the word snapshots `W` taken by the holds.
+//! Each weakly connected component of the candidate garbage is then
+//! validated: (Σ) lock every cell of the component at once, re-trace it and
+//! check that every member's snapshot count is exactly its in-degree inside
+//! the component plus the hold; (Δ) release the locks and CAS each member's
+//! word from `W` to `W | CLAIMED`; if every CAS succeeds, set `DOOMED`.
+//! Any failure unclaims and re-buffers the component: it waits for a later
+//! collection (it may leak for a while; it is never freed early). Doomed
+//! members are marked dead (`Deref` panics, `try_deref` returns `None`),
+//! every value is dropped (a panicking `Drop` does not stop the others and is
+//! re-raised afterwards), then the holds are released and memory follows
+//! `Arc`'s weak protocol. Drops and collections use explicit work lists,
+//! never recursion proportional to the graph.
+//!
+//! # Soundness
+//!
+//! *Closure at one instant.* Let `t*` be the moment, during the Σ-test of a
+//! component `C`, when every cell of `C` is locked and every member has been
+//! re-traced. Every member is held (the collector owns a strong reference),
+//! so no thread can have `&mut` to its value (`get_mut` needs the caller's
+//! handle to be the only one, and disarms the buffer entry first so that no
+//! hold can be taken through it; holds through edges are taken while the
+//! edge's cell is locked, so never on a handle someone has `&mut` to); hence
+//! the non-cell parts of the values are frozen, and the locked cells are
+//! frozen: the re-traced edges are the handles inside `C` at `t*`. A
+//! member's CAS from `W` succeeds only if its word did not change since the
+//! snapshot; every clone, drop, upgrade and buffering changes the word (the
+//! counter defeats ABA), and the snapshot precedes `t*` which precedes the
+//! CAS, so each member's count at `t*` is its snapshot count. The Σ-test
+//! therefore establishes, at the single instant `t*`, that every handle to a
+//! member lies inside a member's value (R1: no counts from different times
+//! are mixed; R2: a handle moved through a `Mutex` is either seen in its
+//! locked cell at `t*` or changes the in-degree; R5: real counts are never
+//! modified by trial deletion). No thread then has any reference into `C`:
+//! a borrow of a member is derived from a handle, which would lie inside
+//! another member, and so on — an ownership chain with no root, impossible
+//! for the finite chain of borrows a thread holds.
+//!
+//! *Nothing can enter after `t*`.* The only way to reach a member without an
+//! existing reference is `Weak::upgrade`. An upgrade of a member before its
+//! CAS changes the word, so the CAS fails and the component is spared (R3);
+//! after its CAS, the upgrade waits while `CLAIMED` is set (a bounded
+//! section with no user code) and then fails on `DOOMED`, or succeeds after
+//! an abort unclaims. So when every CAS succeeds, no mutator has touched a
+//! member since `t*`: the collector alone reaches the values, and marking
+//! them dead and dropping them cannot race (the dead flag is written while
+//! nobody else can read it; handles cloned by destructors inherit that
+//! ordering). A hold is only ever taken by a CAS that requires a non-zero
+//! count, so the collector never resurrects an object whose last handle is
+//! being dropped (R4); while it holds an object, a mutator's last drop
+//! leaves the value to the collector's release. Memory is freed only when
+//! the weak count reaches zero, and the shared weak reference is released
+//! by the last of "value gone" and "buffer entry drained", so no buffer
+//! entry, `Weak` or collector ever reads a freed header. The one assumption
+//! is the `Trace` contract: the `sync::Gc` handles inside a value change only
+//! through `&mut` or inside one of the locks whose `Trace` impls this crate
+//! provides (`std` and `parking_lot` `Mutex`/`RwLock`), which hand their
+//! guards to the collector so that a cell stays locked until the hold on
+//! its targets is taken and, during validation, until `t*`. A hand-written
+//! cell type cannot do that and must not hold `sync::Gc` handles that change
+//! through `&self`. `sync::Gc` requires `T: Send + Sync`, which rules out
+//! `RefCell`/`Cell` interiors. The modification counter has 27 bits: the
+//! Δ-test could only be fooled by a multiple of 2^27 mutator operations on
+//! one member between its snapshot and its CAS that also restore its exact
+//! count.
+//!
+//! *Why both tests.* Without the Σ-test, a thread holding its own handle to
+//! `b` can move the `a → b` handle into `b`'s cell between the traces of `a`
+//! and `b`: the trial counts that handle twice and misses the stack handle,
+//! and no count or word changes. Without the Δ-test, a thread can trade a
+//! handle on one member for one on another while their counts are read at
+//! different times. The loom models `move_between_cells` and `count_tear`
+//! fail when either test is removed.
+//!
+//! # Policies
+//!
+//! Collections are triggered per thread, by the thread that buffers a root,
+//! according to its [`Policy`]: `Adaptive` collects when the roots this thread
+//! buffered since its last trigger reach the number of nodes the last
+//! collection traced (at least 256) — amortised work, no tiny floor; `Nim16`
+//! ports Nim 1.6.12's rule on this thread's buffer length (threshold from
+//! 128; after a collection, `max(t / 3 * 2, 16)` if `freed * 2 >= traced`,
+//! else `t * 3 / 2`); `Manual` only collects on [`collect`]. Generations are
+//! not implemented for the thread-safe collector.
+
+mod cells;
+mod collector;
+mod drops;
+mod forward;
+mod gc;
+mod header;
+mod prim;
+pub mod rc;
+mod shared;
+mod state;
+
+pub use gc::{Gc, Weak};
+pub use rc::Rc;
+
+use crate::{Policy, Stats};
+
+/// Collects the cycles buffered by every thread, now.
+///
+/// Runs passes until one frees nothing. Returns at once if another thread
+/// is collecting (or if called from a destructor running inside a
+/// collection): collections never wait for each other.
+pub fn collect() {
+    for _ in 0..8 {
+        match collector::try_collect() {
+            Some((freed, _)) if freed > 0 => continue,
+            _ => break,
+        }
+    }
+}
+
+/// Process-wide statistics of the thread-safe pointers.
+///
+/// `live`, `freed_by_rc` and `roots_buffered` sum over all threads (past and
+/// present); collections are all `full_collections` (no generations).
+pub fn stats() -> Stats {
+    state::stats()
+}
+
+/// Sets the calling thread's trigger policy (see the module docs).
+pub fn set_policy(policy: Policy) {
+    state::set_policy(policy);
+}
+
+#[cfg(test)]
+mod tests;

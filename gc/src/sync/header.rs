@@ -1,0 +1,485 @@
+//! The object header of `sync::Gc` / `sync::Rc` and every atomic transition
+//! on it.
+//!
+//! # The header word
+//!
+//! ```text
+//!  63 ........ 37 | 36   | 35     | 34      | 33    | 32       | 31 ..... 0
+//!  modification   | GONE | DOOMED | CLAIMED | ARMED | BUFFERED | strong count
+//!  counter (27 b) |
+//! ```
+//!
+//! - Every mutator transition (clone, drop, upgrade, buffering) is one RMW
+//!   that also adds [`CTR`] to the counter, so a collector that compares the
+//!   whole word with a snapshot detects *any* mutator activity in between
+//!   (not just a net change of the count). Clone is `fetch_add(ONE + CTR)`,
+//!   drop is `fetch_add(CTR - ONE)` (one instruction each, as in `Arc`), or,
+//!   for types that may own pointers, one CAS that also decides buffering
+//!   ([`Header::dec_strong_buffering`]).
+//! - `BUFFERED`: exactly one buffer entry for the object exists. While it is
+//!   set, the entry keeps the allocation alive (see *memory lifetime*).
+//! - `ARMED`: the entry may be used to take a hold. `get_mut` disarms it, so a
+//!   collector can never reach an object that is being mutated through
+//!   `&mut`.
+//! - `CLAIMED`: a collector is deciding, right now, whether this object is
+//!   garbage; `Weak::upgrade` waits (a bounded section with no user code).
+//! - `DOOMED`: the collector decided; upgrades fail for ever.
+//! - `GONE`: the value has been dropped (or moved out by `try_unwrap`).
+//!
+//! # Memory lifetime (Arc's weak protocol, extended)
+//!
+//! `weak` counts the `Weak` handles plus one reference shared by all strong
+//! handles *and* the buffer entry. That shared reference is released by
+//! whichever RMW reaches the state "count == 0, not `BUFFERED`, value gone":
+//! the last strong release (after dropping the value), or the collector
+//! draining the entry, whichever comes last ([`Header::finish_value`],
+//! [`Header::drain`]). Memory is freed when `weak` reaches zero.
+//!
+//! After a release RMW that reaches zero, the acquiring side is an acquire
+//! *load* of the same atomic (it reads the value of that RMW, which belongs
+//! to the release sequences of every earlier release), not a fence: it is
+//! equally cheap on the rare path and ThreadSanitizer understands it (as in
+//! `std::sync::Arc` under TSan).
+
+use core::cell::UnsafeCell;
+use core::mem::ManuallyDrop;
+use core::ptr::NonNull;
+use core::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
+
+use super::prim::{spin_wait, AtomicU64, AtomicUsize, DeadFlag};
+use crate::trace::Tracer;
+
+/// One strong reference.
+pub(crate) const ONE: u64 = 1;
+/// Mask of the strong count.
+pub(crate) const COUNT_MASK: u64 = (1 << 32) - 1;
+/// A buffer entry exists for the object.
+pub(crate) const BUFFERED: u64 = 1 << 32;
+/// The buffer entry may take a hold.
+pub(crate) const ARMED: u64 = 1 << 33;
+/// A collector is validating the object.
+pub(crate) const CLAIMED: u64 = 1 << 34;
+/// The collector has judged the object garbage.
+pub(crate) const DOOMED: u64 = 1 << 35;
+/// The value has been dropped or moved out.
+pub(crate) const GONE: u64 = 1 << 36;
+/// One step of the modification counter.
+pub(crate) const CTR: u64 = 1 << 37;
+/// Clone / upgrade / hold.
+const INC: u64 = CTR + ONE;
+/// Drop / hold release.
+const DEC: u64 = CTR - ONE;
+/// Counts above this abort the process (as `Arc` does near `isize::MAX`).
+const MAX_COUNT: u64 = 1 << 31;
+/// `weak` value while `get_mut` checks uniqueness (Arc's trick).
+const WEAK_LOCKED: usize = usize::MAX;
+
+/// The strong count in a header word.
+#[inline]
+pub(crate) fn count(word: u64) -> u64 {
+    word & COUNT_MASK
+}
+
+/// Per-type operations, reached from the header.
+pub(crate) struct VTable {
+    /// Traces the value (only called while the value is alive and held).
+    pub(crate) trace: unsafe fn(NonNull<Header>, &mut Tracer<'_>),
+    /// Drops the value in place.
+    pub(crate) drop_value: unsafe fn(NonNull<Header>),
+    /// Frees the allocation (the value is already gone).
+    pub(crate) dealloc: unsafe fn(NonNull<Header>),
+}
+
+/// The header in front of every value.
+#[repr(C)]
+pub(crate) struct Header {
+    pub(crate) word: AtomicU64,
+    pub(crate) weak: AtomicUsize,
+    pub(crate) dead: DeadFlag,
+    pub(crate) vtable: &'static VTable,
+}
+
+/// An allocation: header followed by the value.
+#[repr(C)]
+pub(crate) struct Inner<T> {
+    pub(crate) header: Header,
+    pub(crate) value: UnsafeCell<ManuallyDrop<T>>,
+}
+
+impl<T> Inner<T> {
+    /// Allocates an object with `count` strong references and one weak.
+    pub(crate) fn allocate(value: T, count: u64, vtable: &'static VTable) -> NonNull<Inner<T>> {
+        let boxed = Box::new(Inner {
+            header: Header {
+                word: AtomicU64::new(count),
+                weak: AtomicUsize::new(1),
+                dead: DeadFlag::new(),
+                vtable,
+            },
+            value: UnsafeCell::new(ManuallyDrop::new(value)),
+        });
+        NonNull::from(Box::leak(boxed))
+    }
+
+    /// `drop_value` of the vtable.
+    ///
+    /// # Safety
+    /// `header` heads a live `Inner<T>` whose value has not been dropped, and
+    /// no other thread can access the value.
+    pub(crate) unsafe fn drop_value(header: NonNull<Header>) {
+        let inner = header.cast::<Inner<T>>();
+        // SAFETY: per the contract, the value is initialised and exclusively ours.
+        unsafe { ManuallyDrop::drop(&mut *(*inner.as_ptr()).value.get()) }
+    }
+
+    /// `dealloc` of the vtable.
+    ///
+    /// # Safety
+    /// `header` heads an `Inner<T>` allocated by [`Inner::allocate`], its
+    /// value is gone and no reference to it remains.
+    pub(crate) unsafe fn dealloc(header: NonNull<Header>) {
+        // SAFETY: allocated by `Box` in `allocate`; `ManuallyDrop` keeps the
+        // (already dropped) value from being dropped again.
+        drop(unsafe { Box::from_raw(header.cast::<Inner<T>>().as_ptr()) });
+    }
+}
+
+/// What a collector's drain of a buffer entry found.
+pub(crate) enum Drained {
+    /// The object is alive and now held by the collector; the word after
+    /// the hold is the snapshot.
+    Held(u64),
+    /// Nothing to do (dead, doomed or disarmed); the entry is consumed.
+    Skip,
+}
+
+impl Header {
+    /// Clone: one RMW.
+    #[inline]
+    pub(crate) fn inc_strong(&self) {
+        let old = self.word.fetch_add(INC, Relaxed);
+        if count(old) >= MAX_COUNT {
+            std::process::abort();
+        }
+    }
+
+    /// `new_cyclic`: the value is in place; count 0 → 1.
+    pub(crate) fn init_strong(&self) {
+        self.word.fetch_add(INC, Release);
+    }
+
+    /// Drop of a strong handle without buffering: one RMW, plus the slow
+    /// path when it was the last one.
+    ///
+    /// # Safety
+    /// The caller owns one strong reference, which this consumes.
+    #[inline]
+    pub(crate) unsafe fn dec_strong(this: NonNull<Header>) {
+        // SAFETY: our strong reference keeps the header alive; after the
+        // decrement, the shared weak reference (not yet released) does.
+        let header = unsafe { this.as_ref() };
+        let old = header.word.fetch_add(DEC, Release);
+        if count(old) == 1 {
+            let _ = header.word.load(Acquire);
+            // SAFETY: we performed the transition to zero.
+            unsafe { Self::last_strong_released(this, old) }
+        }
+    }
+
+    /// Drop of a strong handle of a type that may own pointers: buffers the
+    /// object as a possible cycle root the first time its count drops to a
+    /// non-zero value. Returns `true` if a new buffer entry must be pushed
+    /// (the caller pushes it; `BUFFERED` keeps the memory alive until then).
+    ///
+    /// One CAS (retried only under contention): the decision whether to
+    /// buffer must be made on the very word the decrement replaces. With a
+    /// load followed by a blind `fetch_add`, a collector could drain the entry
+    /// in between (clearing `BUFFERED` after snapshotting a count that still
+    /// includes this handle) and the object would never be buffered again.
+    ///
+    /// # Safety
+    /// The caller owns one strong reference, which this consumes.
+    #[inline]
+    pub(crate) unsafe fn dec_strong_buffering(this: NonNull<Header>) -> bool {
+        // SAFETY: our strong reference keeps the header alive.
+        let header = unsafe { this.as_ref() };
+        let w = header.word.load(Relaxed);
+        if count(w) > 1 {
+            let new = Self::after_buffering_drop(w);
+            if header
+                .word
+                .compare_exchange(w, new, Release, Relaxed)
+                .is_ok()
+            {
+                return new & BUFFERED != 0 && w & BUFFERED == 0;
+            }
+        }
+        // SAFETY: forwarded contract.
+        unsafe { Self::dec_strong_buffering_slow(this) }
+    }
+
+    /// The word after a drop from `w` (count above one): decremented, and
+    /// buffered and armed unless doomed. Or-ing the flags into an already
+    /// buffered and armed word changes nothing, so there is no branch on it.
+    #[inline]
+    fn after_buffering_drop(w: u64) -> u64 {
+        let flags = if w & DOOMED == 0 { BUFFERED | ARMED } else { 0 };
+        (w + DEC) | flags
+    }
+
+    /// [`Header::dec_strong_buffering`] under contention or for the last
+    /// reference.
+    ///
+    /// # Safety
+    /// The caller owns one strong reference, which this consumes.
+    #[inline(never)]
+    unsafe fn dec_strong_buffering_slow(this: NonNull<Header>) -> bool {
+        // SAFETY: our strong reference keeps the header alive.
+        let header = unsafe { this.as_ref() };
+        let mut w = header.word.load(Relaxed);
+        loop {
+            let new = if count(w) == 1 {
+                w + DEC
+            } else {
+                Self::after_buffering_drop(w)
+            };
+            match header.word.compare_exchange_weak(w, new, Release, Relaxed) {
+                Ok(_) if count(w) == 1 => {
+                    let _ = header.word.load(Acquire);
+                    // SAFETY: we performed the transition to zero.
+                    unsafe { Self::last_strong_released(this, w) };
+                    return false;
+                }
+                Ok(_) => return new & BUFFERED != 0 && w & BUFFERED == 0,
+                Err(actual) => w = actual,
+            }
+        }
+    }
+
+    /// The count reached zero by the RMW that returned `old`.
+    ///
+    /// # Safety
+    /// The caller performed that transition (and an acquire load after it).
+    pub(crate) unsafe fn last_strong_released(this: NonNull<Header>, old: u64) {
+        if old & GONE != 0 {
+            // A collected object: its value was dropped by the collector.
+            if old & BUFFERED == 0 {
+                // SAFETY: the shared weak reference was still held.
+                unsafe { Self::release_weak(this) };
+            }
+            return;
+        }
+        super::drops::drop_value_later(this, old);
+    }
+
+    /// Called after the value has been dropped (or moved out) following the
+    /// transition to zero recorded in `old`: releases the shared weak
+    /// reference unless a buffer entry still needs the memory.
+    ///
+    /// # Safety
+    /// The value of `this` is gone; the caller owns the shared weak reference
+    /// by virtue of having performed the transition to zero.
+    pub(crate) unsafe fn finish_value(this: NonNull<Header>, old: u64) {
+        if old & BUFFERED == 0 {
+            // Count is zero: nobody can set BUFFERED any more.
+            // SAFETY: see above.
+            unsafe { Self::release_weak(this) };
+            return;
+        }
+        // SAFETY: the entry's BUFFERED bit keeps the header alive.
+        let prev = unsafe { this.as_ref() }.word.fetch_or(GONE, AcqRel);
+        if prev & BUFFERED == 0 {
+            // The entry was drained meanwhile and left the release to us.
+            // SAFETY: see above.
+            unsafe { Self::release_weak(this) };
+        }
+    }
+
+    /// Drops one weak reference; frees the memory if it was the last.
+    ///
+    /// # Safety
+    /// The caller owns one weak reference, which this consumes.
+    pub(crate) unsafe fn release_weak(this: NonNull<Header>) {
+        // SAFETY: our weak reference keeps the header alive.
+        let header = unsafe { this.as_ref() };
+        if header.weak.fetch_sub(1, Release) == 1 {
+            let _ = header.weak.load(Acquire);
+            let dealloc = header.vtable.dealloc;
+            // SAFETY: no strong, weak or entry reference remains.
+            unsafe { dealloc(this) };
+        }
+    }
+
+    /// Adds a weak reference (downgrade), waiting out a `get_mut` check.
+    pub(crate) fn inc_weak(&self) {
+        let mut w = self.weak.load(Relaxed);
+        loop {
+            if w == WEAK_LOCKED {
+                spin_wait();
+                w = self.weak.load(Relaxed);
+                continue;
+            }
+            if w >= usize::MAX / 2 {
+                std::process::abort();
+            }
+            match self.weak.compare_exchange_weak(w, w + 1, Acquire, Relaxed) {
+                Ok(_) => return,
+                Err(actual) => w = actual,
+            }
+        }
+    }
+
+    /// `Weak::upgrade`: fails once the count is zero or the object is doomed;
+    /// waits while a collector is deciding about it.
+    pub(crate) fn upgrade(&self) -> bool {
+        let mut w = self.word.load(Acquire);
+        loop {
+            if count(w) == 0 || w & DOOMED != 0 {
+                return false;
+            }
+            if w & CLAIMED != 0 {
+                spin_wait();
+                w = self.word.load(Acquire);
+                continue;
+            }
+            match self
+                .word
+                .compare_exchange_weak(w, w + INC, Acquire, Acquire)
+            {
+                Ok(_) => return true,
+                Err(actual) => w = actual,
+            }
+        }
+    }
+
+    /// A collector's hold on an object it reached through an edge. Fails on a
+    /// doomed object (a dead handle stored somewhere live).
+    pub(crate) fn hold(&self) -> Option<u64> {
+        let mut w = self.word.load(Acquire);
+        loop {
+            if count(w) == 0 || w & (DOOMED | CLAIMED) != 0 {
+                return None;
+            }
+            match self.word.compare_exchange_weak(w, w + INC, AcqRel, Acquire) {
+                Ok(_) => return Some(w + INC),
+                Err(actual) => w = actual,
+            }
+        }
+    }
+
+    /// A collector consumes the object's buffer entry.
+    ///
+    /// # Safety
+    /// The caller owns the entry (so `BUFFERED` is set and keeps the header
+    /// alive); the entry is consumed.
+    pub(crate) unsafe fn drain(this: NonNull<Header>) -> Drained {
+        // SAFETY: BUFFERED keeps the header alive.
+        let header = unsafe { this.as_ref() };
+        let mut w = header.word.load(Acquire);
+        loop {
+            debug_assert!(w & BUFFERED != 0);
+            let live = count(w) > 0 && w & (DOOMED | CLAIMED) == 0;
+            let new = if live && w & ARMED != 0 {
+                (w + INC) & !(BUFFERED | ARMED)
+            } else {
+                w & !(BUFFERED | ARMED)
+            };
+            match header.word.compare_exchange_weak(w, new, AcqRel, Acquire) {
+                Ok(_) if live && w & ARMED != 0 => return Drained::Held(new),
+                Ok(_) => {
+                    if count(w) == 0 && w & GONE != 0 {
+                        // The last strong release already dropped the value
+                        // and left the shared weak reference to the entry.
+                        // SAFETY: see above.
+                        unsafe { Self::release_weak(this) };
+                    }
+                    return Drained::Skip;
+                }
+                Err(actual) => w = actual,
+            }
+        }
+    }
+
+    /// A collector (holding the object) buffers it again after an aborted
+    /// validation. Returns `true` if a new entry must be pushed.
+    pub(crate) fn rebuffer(&self) -> bool {
+        let old = self.word.fetch_or(BUFFERED | ARMED, AcqRel);
+        old & BUFFERED == 0
+    }
+
+    /// `get_mut`'s uniqueness test; on success, disarms the buffer entry so
+    /// no collector can take a hold while the caller has `&mut`.
+    pub(crate) fn claim_unique(&self) -> bool {
+        if self
+            .weak
+            .compare_exchange(1, WEAK_LOCKED, Acquire, Relaxed)
+            .is_err()
+        {
+            return false;
+        }
+        let mut w = self.word.load(Acquire);
+        let unique = loop {
+            if count(w) != 1 || w & (DOOMED | CLAIMED | GONE) != 0 {
+                break false;
+            }
+            if w & ARMED == 0 {
+                break true;
+            }
+            match self
+                .word
+                .compare_exchange_weak(w, w & !ARMED, Acquire, Acquire)
+            {
+                Ok(_) => break true,
+                Err(actual) => w = actual,
+            }
+        };
+        self.weak.store(1, Release);
+        unique
+    }
+
+    /// `try_unwrap`'s transition from one strong reference to none. Returns
+    /// the old word on success.
+    pub(crate) fn take_unique(&self) -> Option<u64> {
+        let mut w = self.word.load(Acquire);
+        loop {
+            if count(w) != 1 || w & (DOOMED | CLAIMED | GONE) != 0 {
+                return None;
+            }
+            match self
+                .word
+                .compare_exchange_weak(w, w + DEC, Acquire, Acquire)
+            {
+                Ok(_) => return Some(w),
+                Err(actual) => w = actual,
+            }
+        }
+    }
+
+    /// Strong count, for `strong_count` (may include a running collection's
+    /// transient hold).
+    pub(crate) fn strong(&self) -> usize {
+        count(self.word.load(Acquire)) as usize
+    }
+
+    /// Strong count for `Weak::strong_count`: 0 once doomed.
+    pub(crate) fn live_strong(&self) -> usize {
+        let w = self.word.load(Acquire);
+        if w & DOOMED != 0 {
+            0
+        } else {
+            count(w) as usize
+        }
+    }
+
+    /// Weak handles, for `weak_count`.
+    pub(crate) fn weak_handles(&self) -> usize {
+        let w = self.word.load(Acquire);
+        if count(w) == 0 {
+            return 0;
+        }
+        match self.weak.load(Acquire) {
+            WEAK_LOCKED => 0,
+            n => n - 1,
+        }
+    }
+}

@@ -1,0 +1,93 @@
+//! `sync::Rc`: thread-safe plain reference counting that never collects
+//! (the "ARC" baseline; cycles leak), with its own [`Weak`].
+//!
+//! It shares the header and the memory protocol of [`sync::Gc`](super::Gc)
+//! but is never buffered, traced or doomed, so it behaves exactly like
+//! [`std::sync::Arc`] (plus the statistics and iterative drops).
+
+use core::marker::PhantomData;
+use core::ptr::NonNull;
+
+use super::header::{Header, Inner, VTable};
+use crate::trace::{Trace, Tracer};
+
+struct VTables<T>(PhantomData<T>);
+
+impl<T> VTables<T> {
+    const RC: VTable = VTable {
+        trace: no_trace,
+        drop_value: Inner::<T>::drop_value,
+        dealloc: Inner::<T>::dealloc,
+    };
+}
+
+/// `trace` of the `Rc` vtable: never called by a collector (never buffered,
+/// never reported as an edge).
+///
+/// # Safety
+/// None needed; it does nothing.
+unsafe fn no_trace(_: NonNull<Header>, _: &mut Tracer<'_>) {}
+
+/// A thread-safe reference-counted pointer that never collects cycles.
+///
+/// ```
+/// use recycler::sync::Rc;
+/// let a = Rc::new(5);
+/// let b = a.clone();
+/// assert_eq!(Rc::strong_count(&a), 2);
+/// drop(b);
+/// assert_eq!(Rc::try_unwrap(a).ok(), Some(5));
+/// ```
+pub struct Rc<T> {
+    ptr: NonNull<Inner<T>>,
+    _owns: PhantomData<Inner<T>>,
+}
+
+// SAFETY: like `Arc<T>`.
+unsafe impl<T: Send + Sync> Send for Rc<T> {}
+// SAFETY: like `Arc<T>`.
+unsafe impl<T: Send + Sync> Sync for Rc<T> {}
+
+impl<T> Rc<T> {
+    /// Always `Some`: an `Rc` is never collected (API parity with `Gc`).
+    #[inline]
+    pub fn try_deref(this: &Self) -> Option<&T> {
+        Some(this)
+    }
+}
+
+impl<T> Drop for Rc<T> {
+    #[inline]
+    fn drop(&mut self) {
+        // SAFETY: we own one strong reference.
+        unsafe { Header::dec_strong(self.ptr.cast()) };
+    }
+}
+
+impl<T> core::ops::Deref for Rc<T> {
+    type Target = T;
+
+    #[inline]
+    fn deref(&self) -> &T {
+        // SAFETY: an `Rc` is never collected: while a handle exists the
+        // value is initialised, and it is only shared.
+        unsafe { &*self.ptr.as_ref().value.get() }
+    }
+}
+
+// SAFETY: an `Rc` is not a collected pointer; its contents are shared, not
+// owned by the value holding the `Rc`, so nothing may be reported.
+unsafe impl<T> Trace for Rc<T> {
+    const MAY_CONTAIN_GC: bool = false;
+    fn trace(&self, _: &mut Tracer<'_>) {}
+}
+
+/// A weak handle to an [`Rc`] object.
+pub struct Weak<T> {
+    ptr: Option<NonNull<Inner<T>>>,
+    _owns: PhantomData<Inner<T>>,
+}
+
+super::shared::shared_pointer!(Rc, Weak, [Sized], [Sized], &VTables::<T>::RC);
+
+super::forward::forward_traits!(Rc, [Sized], [Sized]);

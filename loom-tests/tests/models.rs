@@ -1,0 +1,391 @@
+//! One loom model per race of DESIGN.md §4 (see the crate docs for the
+//! command and the preemption bound). In each: no object is used after its
+//! value was dropped, and at the end every object was dropped exactly once.
+#![cfg(loom)]
+
+use std::sync::Arc;
+
+use loom::sync::Mutex;
+use loom::thread;
+use loom_tests::support::{model, Book, Node};
+use recycler::sync::{collect, set_policy, Gc};
+use recycler::{Policy, Trace};
+
+/// Two nodes `a <-> b`.
+fn pair(book: &Arc<Book>) -> (Gc<Node>, Gc<Node>) {
+    let (a, b) = (Node::new(book, 0), Node::new(book, 1));
+    a.link(&b);
+    b.link(&a);
+    (a, b)
+}
+
+/// Ends a model: everything must be collectable and dropped exactly once.
+///
+/// Loom's `join` returns before the joined thread's thread-locals are
+/// destroyed (std's does not), so the buffer a finished thread hands over
+/// may arrive after the join: collect again after yielding to the exiting
+/// threads (a bounded number of times; a leak fails the assertion).
+fn finish(book: &Book) {
+    collect();
+    for _ in 0..3 {
+        if book.dropped() == book.len() {
+            break;
+        }
+        thread::yield_now();
+        collect();
+    }
+    book.assert_all_dropped_once();
+}
+
+/// The common shape: `a <-> b` with `b` buffered (its only handle is in
+/// `a`'s cell); `mutator` gets the only outside handle, `a`, on a second
+/// thread while the main thread collects.
+fn pair_against_collector(mutator: fn(Gc<Node>)) {
+    model(move || {
+        set_policy(Policy::Manual);
+        let book = Book::new(2);
+        let (a, b) = pair(&book);
+        drop(b);
+        let t = thread::spawn(move || mutator(a));
+        collect();
+        t.join().unwrap();
+        finish(&book);
+    });
+}
+
+/// R1: the mutator trades its handle on `a` for one on `b` while the
+/// collector reads their counts at different times.
+#[test]
+fn count_tear() {
+    pair_against_collector(|a| {
+        let hb = a.edges.lock().unwrap()[0].clone();
+        drop(a);
+        hb.check();
+        hb.edges.lock().unwrap()[0].check();
+    });
+}
+
+/// R2: a handle moves out of a cell onto the stack (no count change) while
+/// its former owner is traced.
+#[test]
+fn move_through_mutex() {
+    pair_against_collector(|a| {
+        let hb = a.edges.lock().unwrap().pop().unwrap();
+        drop(a); // a is now only reachable through hb
+        hb.check();
+        hb.edges.lock().unwrap()[0].check();
+    });
+}
+
+/// R2, double count: with its own handle on `b`, the mutator moves the
+/// `a -> b` handle into `b`'s cell between the collector's traces of `a` and
+/// `b`, so the trial sees that handle twice and misses the stack handle.
+/// Only the Σ-test (re-trace with all cells locked) catches this one.
+#[test]
+fn move_between_cells() {
+    model(|| {
+        set_policy(Policy::Manual);
+        let book = Book::new(2);
+        let (a, b) = pair(&book);
+        let hb = b.clone();
+        drop(a); // buffered first, traced first
+        drop(b); // buffered second
+        let t = thread::spawn(move || {
+            {
+                let mut cell_b = hb.edges.lock().unwrap();
+                let moved = cell_b[0].edges.lock().unwrap().pop().unwrap();
+                cell_b.push(moved);
+            }
+            hb.check();
+            hb.edges.lock().unwrap()[0].check();
+        });
+        collect();
+        t.join().unwrap();
+        finish(&book);
+    });
+}
+
+/// R2: a handle leaves its cell and comes back between the collector's
+/// traces, so a re-trace sees the same edges as the first trace.
+#[test]
+fn move_out_and_back() {
+    pair_against_collector(|a| {
+        let hb = a.edges.lock().unwrap().pop().unwrap();
+        hb.check();
+        a.edges.lock().unwrap().push(hb);
+        a.check();
+        drop(a);
+    });
+}
+
+/// R3: `Weak::upgrade` of a garbage cycle while the collector dooms it.
+#[test]
+fn upgrade_against_doom() {
+    model(|| {
+        set_policy(Policy::Manual);
+        let book = Book::new(2);
+        let (a, b) = pair(&book);
+        let wa = Gc::downgrade(&a);
+        drop((a, b));
+        let t = thread::spawn(move || {
+            if let Some(a) = wa.upgrade() {
+                a.check();
+                a.edges.lock().unwrap()[0].check();
+            }
+        });
+        collect();
+        t.join().unwrap();
+        finish(&book);
+    });
+}
+
+/// R4: the collector takes a hold through a buffer entry while the last
+/// handle is dropped on another thread.
+#[test]
+fn last_drop_against_hold() {
+    model(|| {
+        set_policy(Policy::Manual);
+        let book = Book::new(1);
+        let a = Node::new(&book, 0);
+        drop(a.clone()); // buffered, count 1
+        let t = thread::spawn(move || drop(a));
+        collect();
+        t.join().unwrap();
+        finish(&book);
+    });
+}
+
+/// Two threads drop handles to one object at once: one buffer entry, and
+/// the object is freed exactly once.
+#[test]
+fn concurrent_buffering() {
+    model(|| {
+        set_policy(Policy::Manual);
+        let book = Book::new(1);
+        let a = Node::new(&book, 0);
+        a.link(&a); // a self-loop
+        let (a1, a2) = (a.clone(), a.clone());
+        let t1 = thread::spawn(move || drop(a1));
+        let t2 = thread::spawn(move || drop(a2));
+        a.check();
+        t1.join().unwrap();
+        t2.join().unwrap();
+        a.check();
+        drop(a);
+        finish(&book);
+    });
+}
+
+/// `try_unwrap` takes the value out of a buffered object while another
+/// thread's collector drains its entry: one of them wins, the value is
+/// dropped once and the memory freed once.
+#[test]
+fn try_unwrap_against_collector() {
+    model(|| {
+        set_policy(Policy::Manual);
+        let book = Book::new(1);
+        let a = Node::new(&book, 0);
+        drop(a.clone()); // buffered and armed, count 1
+        let t = thread::spawn(collect);
+        match Gc::try_unwrap(a) {
+            Ok(node) => {
+                node.check();
+                drop(node);
+            }
+            Err(a) => drop(a), // the collector held it at that moment
+        }
+        t.join().unwrap();
+        finish(&book);
+    });
+}
+
+/// The last two handles of a buffered object drop on two threads while a
+/// third collects: the entry and the last release share the memory.
+#[test]
+fn drop_to_zero_while_buffered() {
+    model(|| {
+        set_policy(Policy::Manual);
+        let book = Book::new(1);
+        let a = Node::new(&book, 0);
+        let a2 = a.clone();
+        drop(a.clone()); // buffered, count 2
+        let t1 = thread::spawn(move || drop(a));
+        let t2 = thread::spawn(move || drop(a2));
+        collect();
+        t1.join().unwrap();
+        t2.join().unwrap();
+        finish(&book);
+    });
+}
+
+/// A member's cell is locked (and its contents moved around) while the
+/// collector traces and validates the cycle.
+#[test]
+fn cell_locked_across_collection() {
+    pair_against_collector(|a| {
+        {
+            let mut edges = a.edges.lock().unwrap();
+            let hb = edges.pop().unwrap();
+            hb.check();
+            edges.push(hb);
+        }
+        drop(a);
+    });
+}
+
+/// A node whose destructor publishes its partner handle.
+#[derive(Trace)]
+struct Stasher {
+    partner: Mutex<Option<Gc<Node>>>,
+    me: Mutex<Option<Gc<Stasher>>>,
+    #[trace(skip)]
+    stash: Arc<Mutex<Option<Gc<Node>>>>,
+}
+
+impl Drop for Stasher {
+    fn drop(&mut self) {
+        let partner = self.partner.lock().unwrap().take();
+        *self.stash.lock().unwrap() = partner;
+    }
+}
+
+/// A destructor of a collected cycle stores a handle to another member
+/// where a second thread finds it: the handle is dead, not dangling.
+#[test]
+fn destructor_stores_dead_handle() {
+    model(|| {
+        set_policy(Policy::Manual);
+        let book = Book::new(1);
+        let stash = Arc::new(Mutex::new(None));
+        let n = Node::new(&book, 0);
+        let s = Gc::new(Stasher {
+            partner: Mutex::new(Some(n.clone())),
+            me: Mutex::new(None),
+            stash: stash.clone(),
+        });
+        *s.me.lock().unwrap() = Some(s.clone());
+        n.link(&n);
+        drop((n, s));
+        let stash2 = stash.clone();
+        let t = thread::spawn(move || {
+            let found = stash2.lock().unwrap().take();
+            if let Some(h) = found {
+                assert!(Gc::try_deref(&h).is_none(), "a stored handle is dead");
+            }
+        });
+        collect();
+        t.join().unwrap();
+        drop(stash.lock().unwrap().take());
+        finish(&book);
+    });
+}
+
+/// A self-loop whose destructor calls `collect()`.
+#[derive(Trace)]
+struct Recollect {
+    me: Mutex<Option<Gc<Recollect>>>,
+    #[trace(skip)]
+    _node: Option<Gc<Node>>,
+}
+
+impl Drop for Recollect {
+    fn drop(&mut self) {
+        collect();
+    }
+}
+
+/// A destructor calls `collect()` inside a collection while another thread
+/// collects too.
+#[test]
+fn destructor_calls_collect() {
+    model(|| {
+        set_policy(Policy::Manual);
+        let book = Book::new(1);
+        let r = Gc::new(Recollect {
+            me: Mutex::new(None),
+            _node: Some(Node::new(&book, 0)),
+        });
+        *r.me.lock().unwrap() = Some(r.clone());
+        drop(r);
+        let t = thread::spawn(collect);
+        collect();
+        t.join().unwrap();
+        finish(&book);
+    });
+}
+
+/// A value with plain (loom-tracked) data, read by its `Trace` impl.
+struct Payload {
+    data: loom::cell::UnsafeCell<usize>,
+    edges: Mutex<Vec<Gc<Payload>>>,
+}
+
+// SAFETY: `data` is only written through `&mut Payload` (`Gc::get_mut`);
+// loom checks that no read overlaps such a write.
+unsafe impl Sync for Payload {}
+
+// SAFETY: reports the edges once; reading `data` models a collector reading
+// the value's plain fields.
+unsafe impl Trace for Payload {
+    fn trace(&self, tracer: &mut recycler::Tracer<'_>) {
+        self.data.with(|p| {
+            // SAFETY: the collector holds the object, so no `&mut` exists.
+            let _ = unsafe { *p };
+        });
+        self.edges.trace(tracer);
+    }
+}
+
+/// `get_mut` on a buffered unique object while another thread collects:
+/// no trace may overlap the mutation.
+#[test]
+fn get_mut_against_collector() {
+    model(|| {
+        set_policy(Policy::Manual);
+        let mut a = Gc::new(Payload {
+            data: loom::cell::UnsafeCell::new(0),
+            edges: Mutex::new(Vec::new()),
+        });
+        drop(a.clone()); // buffered and armed
+        let t = thread::spawn(collect);
+        if let Some(p) = Gc::get_mut(&mut a) {
+            p.data.with_mut(|d| {
+                // SAFETY: `&mut Payload`: exclusive.
+                unsafe { *d += 1 }
+            });
+        }
+        t.join().unwrap();
+        a.data.with(|d| {
+            // SAFETY: shared access only from here on.
+            assert!(unsafe { *d } <= 1)
+        });
+    });
+}
+
+/// The mutator churns the counts of a cycle while the collector validates
+/// it, which may abort; a later collection must free it.
+#[test]
+fn abort_then_eventual_collection() {
+    pair_against_collector(|a| {
+        let c = a.clone();
+        drop(a);
+        c.check();
+        drop(c);
+    });
+}
+
+/// Two threads collect the same garbage at once: one collector at a time,
+/// each object freed once.
+#[test]
+fn two_concurrent_collectors() {
+    model(|| {
+        set_policy(Policy::Manual);
+        let book = Book::new(2);
+        let (a, b) = pair(&book);
+        drop((a, b));
+        let t = thread::spawn(collect);
+        collect();
+        t.join().unwrap();
+        finish(&book);
+    });
+}
