@@ -22,6 +22,7 @@ use crate::ptr::dumpster_unsync::DumpsterUnsync;
 use crate::ptr::gcmodule_cc::GcmoduleCc;
 use crate::ptr::gcmodule_threaded::GcmoduleThreaded;
 use crate::ptr::recycler_gc::{RecyclerGcDefault, RecyclerGcNim16};
+use crate::ptr::recycler_sync_gc::RecyclerSyncGc;
 use crate::ptr::rust_cc::RustCc;
 use crate::ptr::rust_gc::RustGc;
 use crate::ptr::std_arc::StdArc;
@@ -71,6 +72,7 @@ const SINGLE: &[&str] = &[
     "gcmodule",
     "gc",
     "arc",
+    "recycler-sync-gc",
     "dumpster-sync",
 ];
 
@@ -116,6 +118,7 @@ pub const FAMILIES: &[Family] = &[
             "rust-cc",
             "dumpster",
             "gc",
+            "recycler-sync-gc",
             "dumpster-sync",
             "bacon_rajan_cc",
             "gcmodule",
@@ -145,6 +148,7 @@ macro_rules! for_each_heap {
         $f::<rust_gc::RustGc>($($args),*);
         $f::<std_arc::StdArc>($($args),*);
         $f::<dumpster_sync::DumpsterSync>($($args),*);
+        $f::<recycler_sync_gc::RecyclerSyncGc>($($args),*);
     }};
 }
 
@@ -454,6 +458,7 @@ fn run_random_ops<H: Heap>(s: &mut Suite) {
 /// The threaded workload for every thread-safe pointer.
 pub fn run_threaded(s: &mut Suite) {
     threaded_one::<StdArc>(s, None);
+    threaded_one::<RecyclerSyncGc>(s, Some(0));
     threaded_one::<DumpsterSync>(s, Some(0));
     threaded_one::<GcmoduleThreaded>(s, Some(0));
 }
@@ -496,6 +501,7 @@ fn run_hub_all(s: &mut Suite) {
         run_hub::<RustCc>(s, h, Back::Strong, RustCc::NAME);
         run_hub::<DumpsterUnsync>(s, h, Back::Strong, DumpsterUnsync::NAME);
         run_hub::<RustGc>(s, h, Back::Strong, RustGc::NAME);
+        run_hub::<RecyclerSyncGc>(s, h, Back::Strong, <RecyclerSyncGc as Heap>::NAME);
         run_hub::<DumpsterSync>(s, h, Back::Strong, <DumpsterSync as Heap>::NAME);
         run_hub::<BaconRajanCc>(s, h, Back::Strong, BaconRajanCc::NAME);
         run_hub::<GcmoduleCc>(s, h, Back::Strong, GcmoduleCc::NAME);

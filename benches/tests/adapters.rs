@@ -8,6 +8,7 @@ use benches::heap::{Heap, SyncHeap};
 use benches::live;
 use benches::ptr::dumpster_sync::DumpsterSync;
 use benches::ptr::gcmodule_threaded::GcmoduleThreaded;
+use benches::ptr::recycler_sync_gc::RecyclerSyncGc;
 use benches::ptr::std_arc::StdArc;
 use benches::workloads::hub::{self, Back};
 use benches::workloads::{
@@ -99,5 +100,6 @@ fn workloads_check_out_on_every_pointer() {
 
     check_sync::<StdArc>(false);
     check_sync::<GcmoduleThreaded>(true);
+    check_sync::<RecyclerSyncGc>(true);
     check_sync::<DumpsterSync>(false);
 }

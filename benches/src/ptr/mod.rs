@@ -190,6 +190,7 @@ pub mod gcmodule_cc;
 pub mod gcmodule_threaded;
 pub mod recycler_gc;
 pub mod recycler_rc;
+pub mod recycler_sync_gc;
 pub mod rust_cc;
 pub mod rust_gc;
 pub mod std_arc;
