@@ -36,6 +36,56 @@ thread_local! {
     };
 }
 
+impl Queue {
+    fn push(&self, object: NonNull<Header>) {
+        // SAFETY: queued objects have a zero strong count and are in no buffer
+        // or graph, so their `meta` word is free to hold the link.
+        unsafe { object.as_ref().set_link(self.head.get()) };
+        self.head.set(Some(object));
+    }
+
+    fn pop(&self) -> Option<NonNull<Header>> {
+        let object = self.head.get()?;
+        // SAFETY: queued objects are live (their implicit weak reference is
+        // held) and their links were written by `push`.
+        self.head.set(unsafe { object.as_ref().take_link() });
+        Some(object)
+    }
+
+    /// Frees every queued object, one `catch_unwind` for the whole run
+    /// (resumed at the next object after a panic); returns the first panic.
+    fn drain(&self) -> Option<Box<dyn std::any::Any + Send>> {
+        let mut first_panic = None;
+        loop {
+            let run = panic::catch_unwind(AssertUnwindSafe(|| {
+                while let Some(object) = self.pop() {
+                    // SAFETY: `free` queued it under the contract of `finish`.
+                    unsafe { finish(object) }
+                }
+            }));
+            match run {
+                Ok(()) => return first_panic,
+                Err(payload) => {
+                    first_panic.get_or_insert(payload);
+                }
+            }
+        }
+    }
+}
+
+/// Ends a drainer's turn, also when unwinding: frees what is still queued
+/// and clears the flag. On the normal path the queue is already empty.
+struct Drainer<'a>(&'a Queue);
+
+impl Drop for Drainer<'_> {
+    fn drop(&mut self) {
+        // Only reached with a non-empty queue when unwinding: further panics
+        // are swallowed, the one in flight wins.
+        drop(self.0.drain());
+        self.0.draining.set(false);
+    }
+}
+
 /// Drops the value of an object whose strong count just reached zero, then
 /// releases the strong side's weak reference.
 ///
@@ -44,21 +94,14 @@ thread_local! {
 /// buffer and no collector graph, and the caller gives up its last strong
 /// reference to it.
 pub(crate) unsafe fn free(object: NonNull<Header>) {
-    let queued = QUEUE.with(|q| {
+    QUEUE.with(|q| {
         if q.draining.get() {
-            // SAFETY: strong is zero and the object is in no buffer or graph,
-            // so its `meta` word is free to hold the link.
-            unsafe { object.as_ref().set_link(q.head.get()) };
-            q.head.set(Some(object));
-            true
+            q.push(object);
         } else {
-            false
+            // SAFETY: forwarded from the caller.
+            as_drainer(q, || unsafe { finish(object) });
         }
-    });
-    if !queued {
-        // SAFETY: forwarded from the caller.
-        batch(|| unsafe { finish(object) });
-    }
+    })
 }
 
 /// Runs `f` as the drainer if none is running (then frees everything queued
@@ -66,43 +109,25 @@ pub(crate) unsafe fn free(object: NonNull<Header>) {
 ///
 /// Panics from `f` or from queued drops propagate after the queue is empty.
 pub(crate) fn batch<R>(f: impl FnOnce() -> R) -> R {
-    if QUEUE.with(|q| q.draining.replace(true)) {
-        return f();
-    }
-    /// Empties the queue and ends draining, also when unwinding.
-    struct Drainer;
-    impl Drop for Drainer {
-        fn drop(&mut self) {
-            if let Err(payload) = drain() {
-                if !std::thread::panicking() {
-                    QUEUE.with(|q| q.draining.set(false));
-                    panic::resume_unwind(payload);
-                }
-            }
-            QUEUE.with(|q| q.draining.set(false));
+    QUEUE.with(|q| {
+        if q.draining.get() {
+            f()
+        } else {
+            as_drainer(q, f)
         }
-    }
-    let drainer = Drainer;
-    let result = f();
-    drop(drainer);
-    result
+    })
 }
 
-/// Frees every queued object; returns the first panic payload, if any.
-fn drain() -> Result<(), Box<dyn std::any::Any + Send>> {
-    let mut first_panic = None;
-    while let Some(object) = QUEUE.with(|q| q.head.get()) {
-        // SAFETY: queued objects are live (their implicit weak reference is
-        // held) and their links were written by `free`.
-        let next = unsafe { object.as_ref().take_link() };
-        QUEUE.with(|q| q.head.set(next));
-        // SAFETY: `free` queued it under the contract of `finish`.
-        let result = panic::catch_unwind(AssertUnwindSafe(|| unsafe { finish(object) }));
-        if let Err(payload) = result {
-            first_panic.get_or_insert(payload);
-        }
+fn as_drainer<R>(q: &Queue, f: impl FnOnce() -> R) -> R {
+    q.draining.set(true);
+    let drainer = Drainer(q);
+    let result = f();
+    let panic = q.drain();
+    drop(drainer);
+    if let Some(payload) = panic {
+        panic::resume_unwind(payload);
     }
-    first_panic.map_or(Ok(()), Err)
+    result
 }
 
 /// Drops the value, then releases the strong side's weak reference.

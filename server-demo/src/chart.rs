@@ -1,6 +1,7 @@
-//! The compare chart: RSS over time for every run (one colour per mode, log
-//! scale, since a leaking mode grows a hundredfold) and the median req/s per
-//! mode as bars, side by side in one SVG.
+//! The compare chart: RSS over time for every run (one colour per mode, a
+//! darker shade of it on the work-stealing runtime; log scale, since a
+//! leaking mode grows a hundredfold) and the median req/s per mode as bars,
+//! side by side in one SVG.
 
 use std::path::Path;
 
@@ -8,15 +9,19 @@ use anyhow::anyhow;
 use plotters::prelude::*;
 
 use crate::compare::Results;
-use crate::mode::Mode;
+use crate::mode::{Mode, Runtime};
 
 const MIB: f64 = 1024.0 * 1024.0;
 
-fn colour(mode: Mode) -> RGBColor {
-    match mode {
+fn colour(mode: Mode, runtime: Runtime) -> RGBColor {
+    let RGBColor(r, g, b) = match mode {
         Mode::Arc => RGBColor(214, 39, 40),
         Mode::OrcNim16 => RGBColor(255, 127, 14),
         Mode::Orc => RGBColor(31, 119, 180),
+    };
+    match runtime {
+        Runtime::PerThread => RGBColor(r, g, b),
+        Runtime::WorkStealing => RGBColor(r / 2, g / 2, b / 2),
     }
 }
 
@@ -60,10 +65,14 @@ pub fn draw(results: &Results, path: &Path) -> anyhow::Result<()> {
         .y_label_formatter(&|v| format!("{v:.0}"))
         .draw()
         .map_err(|e| err(&e))?;
-    for &mode in &results.config.modes {
-        let c = colour(mode);
+    for variant in &results.summary {
+        let c = colour(variant.mode, variant.runtime);
         let mut labelled = false;
-        for run in results.runs.iter().filter(|r| r.mode == mode) {
+        for run in results
+            .runs
+            .iter()
+            .filter(|r| r.mode == variant.mode && r.runtime == variant.runtime)
+        {
             let series = chart
                 .draw_series(LineSeries::new(
                     run.rss.iter().map(|&(t, b)| (t, b as f64 / MIB)),
@@ -71,7 +80,7 @@ pub fn draw(results: &Results, path: &Path) -> anyhow::Result<()> {
                 ))
                 .map_err(|e| err(&e))?;
             if !labelled {
-                series.label(mode.name()).legend(move |(x, y)| {
+                series.label(variant.label.as_str()).legend(move |(x, y)| {
                     PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2))
                 });
                 labelled = true;
@@ -88,7 +97,7 @@ pub fn draw(results: &Results, path: &Path) -> anyhow::Result<()> {
 
     let n = results.summary.len();
     let rps_max = results.summary.iter().map(|s| s.rps).fold(1.0f64, f64::max);
-    let names: Vec<&'static str> = results.summary.iter().map(|s| s.mode.name()).collect();
+    let names: Vec<&str> = results.summary.iter().map(|s| s.label.as_str()).collect();
     let mut bars = ChartBuilder::on(&right)
         .caption("Requests per second (median)", ("sans-serif", 20))
         .margin(12)
@@ -114,7 +123,7 @@ pub fn draw(results: &Results, path: &Path) -> anyhow::Result<()> {
     bars.draw_series(results.summary.iter().enumerate().map(|(i, s)| {
         Rectangle::new(
             [(i as f64 + 0.15, 0.0), (i as f64 + 0.85, s.rps)],
-            colour(s.mode).filled(),
+            colour(s.mode, s.runtime).filled(),
         )
     }))
     .map_err(|e| err(&e))?;

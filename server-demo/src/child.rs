@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context as _};
 
-use crate::mode::Mode;
+use crate::mode::{Mode, Runtime};
 
 /// The pid of the child currently running, for the interrupt handler.
 static CURRENT: Mutex<Option<u32>> = Mutex::new(None);
@@ -32,9 +32,9 @@ pub struct ServerChild {
 }
 
 impl ServerChild {
-    /// Starts `serve --mm mode --threads threads --port 0` and waits until it
-    /// listens.
-    pub fn start(mode: Mode, threads: u16) -> anyhow::Result<Self> {
+    /// Starts `serve --mm mode --runtime runtime --threads threads --port 0`
+    /// and waits until it listens.
+    pub fn start(mode: Mode, runtime: Runtime, threads: u16) -> anyhow::Result<Self> {
         let exe = std::env::current_exe().context("cannot find the server-demo executable")?;
         let parent = crate::sys::pid();
         let mut cmd = Command::new(exe);
@@ -48,6 +48,7 @@ impl ServerChild {
             "127.0.0.1",
         ])
         .args(["--threads", &threads.to_string()])
+        .args(["--runtime", runtime.name()])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());

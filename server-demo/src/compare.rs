@@ -1,9 +1,14 @@
 //! `compare`: every mode side by side on this machine, in alternating rounds.
 //!
-//! For each round and each mode: start `serve` as a child, warm it up with the
-//! load generator, read `/stats`, load it for the measured duration while
-//! sampling the child's RSS every [`SAMPLE_EVERY`], read `/stats` again, stop
-//! the child. Running the modes in turn within each round spreads any drift of
+//! A mode runs on each of the `--runtimes` asked for (by default only the
+//! per-thread one); its label is the mode's name on the per-thread runtime
+//! and `mode/ws` on the work-stealing one, and "vs arc" compares with `arc`
+//! on the same runtime.
+//!
+//! For each round and each (runtime, mode): start `serve` as a child, warm it
+//! up with the load generator, read `/stats`, load it for the measured
+//! duration while sampling the child's RSS every [`SAMPLE_EVERY`], read
+//! `/stats` again, stop the child. Running the modes in turn within each round spreads any drift of
 //! the machine (thermal, other tenants) over all of them. The summary takes
 //! medians over rounds; counters from `/stats` are differences over the
 //! measured phase, except objects live at the end.
@@ -20,7 +25,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::child::ServerChild;
 use crate::load::{self, LoadReport, Target};
-use crate::mode::Mode;
+use crate::mode::{Mode, Runtime};
 use crate::stats::ServerStats;
 
 /// RSS sampling interval.
@@ -39,6 +44,9 @@ pub struct CompareArgs {
         default_value = "arc,orc-nim16,orc"
     )]
     pub modes: Vec<Mode>,
+    /// Server runtimes to run every mode on, comma-separated.
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "per-thread")]
+    pub runtimes: Vec<Runtime>,
     /// Server worker threads.
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub threads: u16,
@@ -67,6 +75,11 @@ pub struct CompareArgs {
 pub struct Run {
     /// The mode.
     pub mode: Mode,
+    /// The server's runtime.
+    #[serde(default)]
+    pub runtime: Runtime,
+    /// The mode's label in the table and chart ([`Runtime::label`]).
+    pub label: String,
     /// Round, from 1.
     pub round: u32,
     /// The measured load.
@@ -95,9 +108,14 @@ pub struct Run {
 pub struct Summary {
     /// The mode.
     pub mode: Mode,
+    /// The server's runtime.
+    #[serde(default)]
+    pub runtime: Runtime,
+    /// The mode's label in the table and chart ([`Runtime::label`]).
+    pub label: String,
     /// Median requests per second.
     pub rps: f64,
-    /// `rps` over arc's (if arc ran).
+    /// `rps` over arc's on the same runtime (if arc ran on it).
     pub ratio_to_arc: Option<f64>,
     /// Median of the runs' mean latency, ms.
     pub latency_avg_ms: f64,
@@ -154,6 +172,9 @@ pub struct Results {
 pub struct Config {
     /// Modes.
     pub modes: Vec<Mode>,
+    /// Runtimes.
+    #[serde(default)]
+    pub runtimes: Vec<Runtime>,
     /// Server threads.
     pub threads: u16,
     /// Connections.
@@ -173,15 +194,26 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<()> {
     if args.modes.is_empty() {
         bail!("--modes needs at least one mode");
     }
-    let mut modes = args.modes.clone();
-    modes.dedup();
+    if args.runtimes.is_empty() {
+        bail!("--runtimes needs at least one runtime");
+    }
+    let modes = first_occurrences(&args.modes);
+    let runtimes = first_occurrences(&args.runtimes);
+    let variants: Vec<(Runtime, Mode)> = runtimes
+        .iter()
+        .flat_map(|&r| modes.iter().map(move |&m| (r, m)))
+        .collect();
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("cannot create the output directory {}", args.out.display()))?;
     crate::child::install_interrupt_handler()?;
     let machine = machine();
     eprintln!(
         "compare: {} on {} CPUs ({}); server {} threads, load {} connections on {} threads, {:?} + {:?} warm-up, {} rounds",
-        modes.iter().map(|m| m.name()).collect::<Vec<_>>().join(", "),
+        variants
+            .iter()
+            .map(|&(r, m)| r.label(m))
+            .collect::<Vec<_>>()
+            .join(", "),
         machine.cpus,
         machine.cpu_model,
         args.threads,
@@ -193,9 +225,13 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<()> {
     );
     let mut runs = Vec::new();
     for round in 1..=args.repeat {
-        for &mode in &modes {
-            eprint!("[round {round}/{}] {mode:<9} ", args.repeat);
-            let run = run_one(mode, round, args)?;
+        for &(runtime, mode) in &variants {
+            eprint!(
+                "[round {round}/{}] {:<12} ",
+                args.repeat,
+                runtime.label(mode)
+            );
+            let run = run_one(mode, runtime, round, args)?;
             eprintln!(
                 "{:>9.0} req/s  p99 {:>7.2} ms  peak RSS {:>7.1} MiB  growth {:>7.1} MiB/min  collector {:>5.1}%  {:>5.2} µs CPU/req",
                 run.load.rps,
@@ -208,12 +244,13 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<()> {
             runs.push(run);
         }
     }
-    let summary = summarize(&modes, &runs);
+    let summary = summarize(&variants, &runs);
     println!("{}", render_table(&summary, &machine, args));
     let results = Results {
         machine,
         config: Config {
             modes,
+            runtimes,
             threads: args.threads,
             connections: args.connections,
             duration_s: args.duration.as_secs_f64(),
@@ -231,6 +268,17 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<()> {
     crate::chart::draw(&results, &svg_path)?;
     eprintln!("wrote {} and {}", json_path.display(), svg_path.display());
     Ok(())
+}
+
+/// `items` without repetitions, in the order they first appear.
+fn first_occurrences<T: Copy + PartialEq>(items: &[T]) -> Vec<T> {
+    let mut out: Vec<T> = Vec::with_capacity(items.len());
+    for &item in items {
+        if !out.contains(&item) {
+            out.push(item);
+        }
+    }
+    out
 }
 
 /// Samples the RSS of `pid` every [`SAMPLE_EVERY`] until told to stop.
@@ -263,8 +311,8 @@ impl Sampler {
     }
 }
 
-fn run_one(mode: Mode, round: u32, args: &CompareArgs) -> anyhow::Result<Run> {
-    let mut child = ServerChild::start(mode, args.threads)?;
+fn run_one(mode: Mode, runtime: Runtime, round: u32, args: &CompareArgs) -> anyhow::Result<Run> {
+    let mut child = ServerChild::start(mode, runtime, args.threads)?;
     let sampler = Sampler::start(child.pid());
     let url = format!("http://{}/", child.addr);
     let target = Target::parse(&url)?;
@@ -316,6 +364,8 @@ fn run_one(mode: Mode, round: u32, args: &CompareArgs) -> anyhow::Result<Run> {
     };
     Ok(Run {
         mode,
+        runtime,
+        label: runtime.label(mode),
         round,
         load: report,
         rss,
@@ -359,14 +409,19 @@ fn median(mut xs: Vec<f64>) -> f64 {
     }
 }
 
-fn summarize(modes: &[Mode], runs: &[Run]) -> Vec<Summary> {
-    let mut out: Vec<Summary> = modes
+fn summarize(variants: &[(Runtime, Mode)], runs: &[Run]) -> Vec<Summary> {
+    let mut out: Vec<Summary> = variants
         .iter()
-        .map(|&mode| {
-            let rs: Vec<&Run> = runs.iter().filter(|r| r.mode == mode).collect();
+        .map(|&(runtime, mode)| {
+            let rs: Vec<&Run> = runs
+                .iter()
+                .filter(|r| r.mode == mode && r.runtime == runtime)
+                .collect();
             let med = |f: &dyn Fn(&Run) -> f64| median(rs.iter().map(|r| f(r)).collect());
             Summary {
                 mode,
+                runtime,
+                label: runtime.label(mode),
                 rps: med(&|r| r.load.rps),
                 ratio_to_arc: None,
                 latency_avg_ms: med(&|r| r.load.latency_avg_ms),
@@ -395,9 +450,16 @@ fn summarize(modes: &[Mode], runs: &[Run]) -> Vec<Summary> {
             }
         })
         .collect();
-    let arc = out.iter().find(|s| s.mode == Mode::Arc).map(|s| s.rps);
+    let arcs: Vec<(Runtime, f64)> = out
+        .iter()
+        .filter(|s| s.mode == Mode::Arc)
+        .map(|s| (s.runtime, s.rps))
+        .collect();
     for s in &mut out {
-        s.ratio_to_arc = arc.filter(|&a| a > 0.0).map(|a| s.rps / a);
+        s.ratio_to_arc = arcs
+            .iter()
+            .find(|&&(r, a)| r == s.runtime && a > 0.0)
+            .map(|&(_, a)| s.rps / a);
     }
     out
 }
@@ -405,21 +467,26 @@ fn summarize(modes: &[Mode], runs: &[Run]) -> Vec<Summary> {
 /// The summary as a Markdown table (it reads as plain text too).
 pub fn render_table(summary: &[Summary], machine: &Machine, args: &CompareArgs) -> String {
     let mut out = format!(
-        "\n{} CPUs ({}), Linux {}; server {} threads; {} connections, {:?} per run, {} round(s), medians\n\n",
+        "\n{} CPUs ({}), Linux {}; server {} threads; {} connections, {:?} per run, {} round(s), medians{}\n\n",
         machine.cpus,
         machine.cpu_model,
         machine.kernel,
         args.threads,
         args.connections,
         args.duration,
-        args.repeat
+        args.repeat,
+        if summary.iter().any(|s| s.runtime == Runtime::WorkStealing) {
+            "; `/ws`: work-stealing runtime with recycler::sync pointers (vs arc: arc on the same runtime; live and collector counts process-wide)"
+        } else {
+            ""
+        }
     );
     out.push_str("| mode | req/s | vs arc | latency avg | latency p99 | peak RSS | RSS growth | live at end | freed by collector | collections | collector time | server CPU/request |\n");
     out.push_str("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for s in summary {
         out.push_str(&format!(
             "| {} | {:.0} | {} | {:.2} ms | {:.2} ms | {:.1} MiB | {:+.1} MiB/min | {} | {} | {} | {:.1} % | {:.2} µs |\n",
-            s.mode,
+            s.label,
             s.rps,
             s.ratio_to_arc.map_or("–".to_owned(), |r| format!("{r:.2}×")),
             s.latency_avg_ms,
@@ -513,5 +580,22 @@ mod tests {
         assert_eq!(slope(&[(0.0, 1.0)]), 0.0);
         let line: Vec<(f64, f64)> = (0..10).map(|i| (i as f64, 3.0 * i as f64 + 1.0)).collect();
         assert!((slope(&line) - 3.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn repeated_modes_and_runtimes_run_once() {
+        assert_eq!(
+            first_occurrences(&[Mode::Orc, Mode::Arc, Mode::Orc, Mode::Arc]),
+            [Mode::Orc, Mode::Arc]
+        );
+        let r = [
+            Runtime::WorkStealing,
+            Runtime::PerThread,
+            Runtime::WorkStealing,
+        ];
+        assert_eq!(
+            first_occurrences(&r),
+            [Runtime::WorkStealing, Runtime::PerThread]
+        );
     }
 }

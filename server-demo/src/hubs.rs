@@ -1,7 +1,18 @@
-//! The two per-thread hubs every request links to: the dispatcher and the
-//! application.
+//! The two hubs every request links to: the dispatcher and the application.
 //!
-//! Both live as long as their worker thread and are reachable from every
+//! With the per-thread runtime each worker thread builds its own pair, as
+//! each Nim thread has its own dispatcher and `AsyncHttpServer`. With the
+//! work-stealing runtime one pair is built at start and shared by all
+//! workers through the family's thread-safe pointer (`sync::Rc` or
+//! `sync::Gc`, like an `Arc`): a request may move between workers at every
+//! `.await`, so a per-thread hub would not be "its" hub. The shape is the
+//! same (one dispatcher, one application, the same links and the same
+//! per-request traffic on them); what differs is that the dispatcher's
+//! cells are `Mutex`es contended by all workers, that a worker polling the
+//! shared ready queue may run callbacks another worker's request scheduled,
+//! and that there is one document for the process instead of one per thread.
+//!
+//! The hubs live as long as the server and are reachable from every
 //! request in flight. In Nim 1.6 each request dropped a temporary copy of the
 //! dispatcher (`getGlobalDispatcher()` returns the thread's `ref`), which
 //! registered the dispatcher as a possible cycle root; every collection then
@@ -14,14 +25,16 @@ use std::collections::{HashMap, VecDeque};
 
 use recycler::Trace;
 
-use crate::family::Family;
+use crate::family::{Family, Pointers};
 use crate::graph::{Callback, Future};
 use crate::jsondoc::{build_document, JsonNode, MIN_NODES};
 
-/// Nim: `PDispatcher` (asyncdispatch), the per-thread event loop object.
+/// Nim: `PDispatcher` (asyncdispatch), the per-thread event loop object
+/// (shared by the workers of the work-stealing runtime).
 #[derive(Trace)]
-pub struct Dispatcher<F: Family> {
-    /// Futures of the requests in flight on this thread. Nim's dispatcher
+pub struct Dispatcher<F: Pointers> {
+    /// Futures of the requests in flight on this thread (on the server, for
+    /// shared hubs). Nim's dispatcher
     /// reaches them through the selector's per-descriptor callbacks, whose
     /// closures capture the futures waiting on I/O.
     pub pending: F::Cell<HashMap<u64, F::P<Future<F>>>>,
@@ -82,7 +95,7 @@ pub enum RouteKind {
 /// Nim: one entry of a router's table (e.g. a Jester route), a `ref` holding
 /// the handler's data.
 #[derive(Trace)]
-pub struct Route<F: Family> {
+pub struct Route<F: Pointers> {
     /// The path it matches.
     pub path: String,
     /// How it answers.
@@ -94,7 +107,7 @@ pub struct Route<F: Family> {
 /// Nim: the application object a handler closure captures (the
 /// `AsyncHttpServer` plus the user's routes and data).
 #[derive(Trace)]
-pub struct App<F: Family> {
+pub struct App<F: Pointers> {
     /// Routes by exact path.
     pub routes: HashMap<String, F::P<Route<F>>>,
     /// The root of the application's JSON document.
@@ -103,8 +116,8 @@ pub struct App<F: Family> {
     pub document_nodes: usize,
 }
 
-/// One worker thread's hubs.
-pub struct Hubs<F: Family> {
+/// One worker thread's hubs (the whole server's, for shared hubs).
+pub struct Hubs<F: Pointers> {
     dispatcher: F::P<Dispatcher<F>>,
     /// The application.
     pub app: F::P<App<F>>,
@@ -151,7 +164,7 @@ impl<F: Family> Hubs<F> {
         self.dispatcher.clone()
     }
 
-    /// Futures in flight on this thread.
+    /// Futures in flight on this thread (on the server, for shared hubs).
     pub fn in_flight(&self) -> usize {
         self.dispatcher.in_flight()
     }

@@ -16,7 +16,7 @@ use std::fmt::Write as _;
 
 use recycler::Trace;
 
-use crate::family::Family;
+use crate::family::{Family, Pointers};
 
 /// The document has at least this many nodes.
 pub const MIN_NODES: usize = 10_000;
@@ -26,7 +26,7 @@ const CATALOGUE_ITEMS: usize = 1_300;
 
 /// One JSON value. Nim: `JsonNodeObj` (a `ref object` with a kind tag).
 #[derive(Trace)]
-pub struct JsonNode<F: Family> {
+pub struct JsonNode<F: Pointers> {
     // Field order matters: the last field decides whether the struct is
     // sized, and if it were this cell the compiler would have to normalise
     // `F::Cell<.. JsonNode<F> ..>` to answer, which needs `JsonNode<F>` to be
@@ -39,7 +39,7 @@ pub struct JsonNode<F: Family> {
 
 /// The payload of a [`JsonNode`]. Nim: the `case kind: JsonNodeKind` part.
 #[derive(Trace)]
-pub enum JsonValue<F: Family> {
+pub enum JsonValue<F: Pointers> {
     /// `null`.
     Null,
     /// `true` / `false`.
@@ -55,7 +55,7 @@ pub enum JsonValue<F: Family> {
 }
 
 /// The document and the nodes the routes point at.
-pub struct Document<F: Family> {
+pub struct Document<F: Pointers> {
     /// The root object.
     pub root: F::P<JsonNode<F>>,
     /// `root.hello`: `{"message":"Hello, World!"}`, the body of `GET /`.
@@ -164,7 +164,7 @@ fn write_string(out: &mut String, s: &str) {
 /// Appends the compact JSON text of `node` (Nim's `toUgly`), walking the tree
 /// with an explicit stack.
 pub fn render<F: Family>(node: &JsonNode<F>, out: &mut String) {
-    enum Step<'a, F: Family> {
+    enum Step<'a, F: Pointers> {
         Node(&'a JsonNode<F>),
         Key(&'a str),
         Text(&'static str),

@@ -21,6 +21,7 @@ mod procfs;
 mod server;
 mod stats;
 mod sys;
+mod worksteal;
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -37,7 +38,7 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Serve HTTP: N worker threads, one runtime and one SO_REUSEPORT listener each.
+    /// Serve HTTP: N worker threads, one runtime and one SO_REUSEPORT listener each (or one work-stealing runtime).
     Serve(server::ServeArgs),
     /// Load a URL with keep-alive connections (closed loop) and report req/s and latency.
     Load(load::LoadArgs),

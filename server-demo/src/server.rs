@@ -1,7 +1,8 @@
 //! `serve`: N worker threads, each with its own single-threaded tokio runtime
 //! and its own `SO_REUSEPORT` listener, serving HTTP/1.1 with keep-alive
 //! through hyper. Every request builds its object graph with the mode's
-//! pointer family ([`crate::graph::handle`]).
+//! pointer family ([`crate::graph::handle`]). `--runtime work-stealing` runs
+//! [`crate::worksteal`] instead.
 //!
 //! Shutdown: the main thread waits for Ctrl-C or SIGTERM, tells the workers,
 //! and each worker stops accepting, lets its connections finish the request
@@ -27,11 +28,11 @@ use tokio::sync::{mpsc, watch};
 use crate::family::{Family, GcFamily, RcFamily};
 use crate::graph;
 use crate::hubs::Hubs;
-use crate::mode::Mode;
+use crate::mode::{Mode, Runtime};
 use crate::stats::{self, ServerStats, StatsQuery, ThreadStats};
 
 /// How long connections get to finish once shutdown starts.
-const GRACE: Duration = Duration::from_secs(2);
+pub(crate) const GRACE: Duration = Duration::from_secs(2);
 
 /// Arguments of `serve`.
 #[derive(Args, Debug, Clone)]
@@ -48,6 +49,10 @@ pub struct ServeArgs {
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1")]
     pub host: IpAddr,
+    /// Per-thread runtimes with single-threaded pointers, or one
+    /// work-stealing runtime with the thread-safe `recycler::sync` pointers.
+    #[arg(long, value_enum, default_value_t = Runtime::PerThread)]
+    pub runtime: Runtime,
 }
 
 /// What every worker shares.
@@ -59,6 +64,55 @@ struct Shared {
 
 /// Runs the server until Ctrl-C or SIGTERM.
 pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
+    match args.runtime {
+        Runtime::PerThread => run_per_thread(args),
+        Runtime::WorkStealing => crate::worksteal::run(args),
+    }
+}
+
+/// Ctrl-C and SIGTERM, as streams (needs a tokio runtime context).
+pub(crate) type Signals = (tokio::signal::unix::Signal, tokio::signal::unix::Signal);
+
+/// Installs the SIGINT and SIGTERM handlers.
+pub(crate) fn install_signals(runtime: &tokio::runtime::Runtime) -> anyhow::Result<Signals> {
+    runtime
+        .block_on(async {
+            use tokio::signal::unix::{signal, SignalKind};
+            anyhow::Ok((
+                signal(SignalKind::interrupt())?,
+                signal(SignalKind::terminate())?,
+            ))
+        })
+        .context("cannot install the signal handlers")
+}
+
+/// Prints the line `compare` and the tests wait for.
+pub(crate) fn print_listening(addr: std::net::SocketAddr, args: &ServeArgs) -> anyhow::Result<()> {
+    let runtime = match args.runtime {
+        Runtime::PerThread => String::new(),
+        Runtime::WorkStealing => ", work-stealing runtime".to_owned(),
+    };
+    println!(
+        "listening on http://{addr} (mm {}, {} threads{runtime})",
+        args.mm, args.threads
+    );
+    use std::io::Write as _;
+    std::io::stdout().flush()?;
+    Ok(())
+}
+
+/// The hyper response for a reply whose body is final.
+pub(crate) fn http_response(status: u16, body: String) -> hyper::Response<Full<Bytes>> {
+    let mut response = hyper::Response::new(Full::new(Bytes::from(body)));
+    *response.status_mut() =
+        hyper::StatusCode::from_u16(status).unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
+    response
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
+}
+
+fn run_per_thread(args: &ServeArgs) -> anyhow::Result<()> {
     let threads = usize::from(args.threads);
     let listeners = crate::listen::bind(args.host, args.port, threads)?;
     let addr = listeners[0].local_addr()?;
@@ -82,15 +136,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let (mut sigint, mut sigterm) = runtime
-        .block_on(async {
-            use tokio::signal::unix::{signal, SignalKind};
-            anyhow::Ok((
-                signal(SignalKind::interrupt())?,
-                signal(SignalKind::terminate())?,
-            ))
-        })
-        .context("cannot install the signal handlers")?;
+    let (mut sigint, mut sigterm) = install_signals(&runtime)?;
 
     let (done_tx, mut done_rx) = mpsc::unbounded_channel::<(usize, anyhow::Result<()>)>();
     let mut workers = Vec::with_capacity(threads);
@@ -112,12 +158,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
     }
     drop(done_tx);
 
-    println!(
-        "listening on http://{addr} (mm {}, {threads} threads)",
-        args.mm
-    );
-    use std::io::Write as _;
-    std::io::stdout().flush()?;
+    print_listening(addr, args)?;
 
     // Run until a signal, or until a worker stops by itself (an error).
     let first_exit = runtime.block_on(async {
@@ -265,13 +306,7 @@ async fn respond<F: Family>(
     } else {
         reply.body
     };
-    let mut response = hyper::Response::new(Full::new(Bytes::from(body)));
-    *response.status_mut() = hyper::StatusCode::from_u16(reply.status)
-        .unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
-    response
-        .headers_mut()
-        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    Ok(response)
+    Ok(http_response(reply.status, body))
 }
 
 async fn stats_body<F: Family>(worker: &Worker<F>) -> String {
@@ -279,6 +314,7 @@ async fn stats_body<F: Family>(worker: &Worker<F>) -> String {
     let threads = stats::gather(&shared.peers, Duration::from_secs(1)).await;
     let s = ServerStats {
         mode: shared.mode,
+        runtime: Runtime::PerThread,
         pointer: F::NAME.to_owned(),
         policy: shared.mode.policy().map(|p| format!("{p:?}")),
         document_nodes: worker.hubs.app.document_nodes,

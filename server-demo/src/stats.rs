@@ -1,13 +1,14 @@
 //! The `/stats` document: each worker thread's collector statistics
 //! (`recycler::stats()` is per thread, so every worker answers for itself
-//! over a channel) plus the process's RSS and CPU time.
+//! over a channel) or, on the work-stealing runtime, the process-wide
+//! `recycler::sync::stats()`, plus the process's RSS and CPU time.
 
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::mode::Mode;
+use crate::mode::{Mode, Runtime};
 
 /// One worker thread's counters.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -43,9 +44,18 @@ pub struct ThreadStats {
 }
 
 impl ThreadStats {
-    /// The calling thread's statistics.
+    /// The calling thread's statistics (single-threaded pointers).
     pub fn current(thread: usize, requests: u64, in_flight: u64) -> Self {
-        let s = recycler::stats();
+        Self::from_stats(thread, requests, in_flight, recycler::stats())
+    }
+
+    /// The process-wide statistics of the thread-safe pointers
+    /// (`recycler::sync::stats()`), reported as thread 0.
+    pub fn process_wide(requests: u64, in_flight: u64) -> Self {
+        Self::from_stats(0, requests, in_flight, recycler::sync::stats())
+    }
+
+    fn from_stats(thread: usize, requests: u64, in_flight: u64, s: recycler::Stats) -> Self {
         ThreadStats {
             thread,
             requests,
@@ -96,15 +106,21 @@ impl ThreadStats {
 pub struct ServerStats {
     /// The `--mm` mode.
     pub mode: Mode,
+    /// The `--runtime`.
+    #[serde(default)]
+    pub runtime: Runtime,
     /// The pointer type of the request path.
     pub pointer: String,
     /// The collector policy of the workers (`null` for `arc`).
     pub policy: Option<String>,
     /// Nodes in each thread's application document.
     pub document_nodes: usize,
-    /// Per worker thread.
+    /// Per worker thread (per-thread runtime); empty for the work-stealing
+    /// runtime, whose thread-safe collector keeps process-wide statistics
+    /// only.
     pub threads: Vec<ThreadStats>,
-    /// Sums over threads.
+    /// Sums over threads (per-thread runtime), or the process-wide
+    /// `recycler::sync::stats()` (work-stealing runtime).
     pub total: ThreadStats,
     /// Resident set size of the process, bytes.
     pub rss_bytes: u64,

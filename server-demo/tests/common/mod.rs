@@ -18,8 +18,14 @@ pub struct Server {
 
 impl Server {
     pub fn start(mode: &str) -> Server {
+        Server::start_on(mode, "per-thread")
+    }
+
+    /// `serve --mm mode --runtime runtime` on an ephemeral port, 2 threads.
+    pub fn start_on(mode: &str, runtime: &str) -> Server {
         let mut child = Command::new(EXE)
             .args(["serve", "--mm", mode, "--port", "0", "--threads", "2"])
+            .args(["--runtime", runtime])
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
