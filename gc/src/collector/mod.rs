@@ -20,7 +20,7 @@
 //! the same garbage cycle, perhaps): such objects go to the old roots for the
 //! next full collection (see `graph.rs`). A full
 //! collection starts from both buffers and enters everything; it runs when the
-//! objects promoted since the last full one plus the old roots waiting exceed
+//! objects promoted since the last full one, or the old roots waiting, exceed
 //! [`AdaptiveConfig::full_fraction`] of the old population then (CPython's
 //! rule), so its cost is amortised over that growth. [`collect`] is always full.
 //!
@@ -90,7 +90,7 @@ thread_local! {
 pub struct AdaptiveConfig {
     /// The fewest young roots that trigger a minor collection (default 1024).
     pub min_roots: usize,
-    /// A full collection runs when objects promoted since the last one, plus
+    /// A full collection runs when objects promoted since the last one, or
     /// old roots waiting, exceed this fraction of the old objects counted at
     /// the last full collection (default 0.25, as CPython).
     pub full_fraction: f64,
@@ -135,7 +135,7 @@ struct State {
     /// Roots that trigger the next collection (Nim16).
     nim_threshold: usize,
     promoted_since_full: u64,
-    /// `promoted_since_full` plus old roots above which a full collection
+    /// `promoted_since_full` or old roots above which a full collection
     /// is due (Adaptive).
     full_budget: u64,
     graph: Graph,
@@ -230,7 +230,10 @@ impl State {
     }
 
     fn full_due(&self) -> bool {
-        self.promoted_since_full + self.old.len() as u64 > self.full_budget
+        // A minor collection re-buffers the live objects it could not prove
+        // (see `graph.rs`) as old roots, so most promotions also sit in the
+        // old buffer: take the larger count rather than counting them twice.
+        self.promoted_since_full.max(self.old.len() as u64) > self.full_budget
     }
 
     /// Restarts the triggers from the current configuration.
