@@ -66,7 +66,6 @@ pub(crate) enum Family {
     /// `recycler::Gc`: one thread's collector.
     Local,
     /// `recycler::sync::Gc`: the process-wide collector.
-    #[allow(dead_code)] // used by `recycler::sync`
     Sync,
 }
 
@@ -95,7 +94,6 @@ impl<'a> Tracer<'a> {
     /// A tracer that also keeps the lock guards that cells hand it through
     /// [`retain`](Tracer::retain) in `guards`, instead of releasing them when
     /// the cell's `trace` returns.
-    #[allow(dead_code)] // used by `recycler::sync`
     pub(crate) fn with_guards(
         family: Family,
         edges: &'a mut Vec<NonNull<()>>,
@@ -116,7 +114,6 @@ impl<'a> Tracer<'a> {
     ///
     /// Whatever `guard` borrows must stay alive and in place until the owner of
     /// the guard sink has dropped its contents.
-    #[allow(dead_code)] // used by `recycler::sync`
     pub(crate) unsafe fn retain<'g, G: 'g>(&mut self, guard: G) {
         if let Some(sink) = self.guards.as_deref_mut() {
             // SAFETY: forwarded contract.
@@ -136,12 +133,6 @@ impl<'a> Tracer<'a> {
     /// Whether [`keep_alive`](Tracer::keep_alive) was called.
     pub(crate) fn kept_alive(&self) -> bool {
         self.keep_alive
-    }
-
-    /// The family this tracer collects.
-    #[allow(dead_code)] // used by `recycler::sync`
-    pub(crate) fn family(&self) -> Family {
-        self.family
     }
 
     /// Declares that part of the value could not be inspected (for example a
