@@ -7,23 +7,7 @@ use std::process::Command;
 #[test]
 fn compare_writes_results_and_chart() {
     let out_dir = tempfile::tempdir().unwrap();
-    let out = Command::new(common::EXE)
-        .args([
-            "compare",
-            "--duration",
-            "2s",
-            "--repeat",
-            "1",
-            "--connections",
-            "32",
-            "--out",
-        ])
-        .arg(out_dir.path())
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "compare failed: {stderr}");
-    let table = String::from_utf8_lossy(&out.stdout);
+    let table = common::run_compare(&[], out_dir.path());
     for mode in ["arc", "orc-nim16", "orc"] {
         assert!(table.contains(&format!("| {mode} |")), "{table}");
     }

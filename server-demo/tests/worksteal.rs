@@ -105,27 +105,7 @@ fn arc_leaks_and_orc_collects_on_the_work_stealing_runtime() {
 #[test]
 fn compare_runs_the_work_stealing_runtime() {
     let out_dir = tempfile::tempdir().unwrap();
-    let out = Command::new(EXE)
-        .args([
-            "compare",
-            "--runtimes",
-            WS,
-            "--modes",
-            "arc,orc",
-            "--duration",
-            "2s",
-            "--repeat",
-            "1",
-            "--connections",
-            "32",
-            "--out",
-        ])
-        .arg(out_dir.path())
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "compare failed: {stderr}");
-    let table = String::from_utf8_lossy(&out.stdout);
+    let table = common::run_compare(&["--runtimes", WS, "--modes", "arc,orc"], out_dir.path());
     for label in ["arc/ws", "orc/ws"] {
         assert!(table.contains(&format!("| {label} |")), "{table}");
     }

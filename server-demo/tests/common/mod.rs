@@ -152,3 +152,27 @@ pub fn stats(addr: SocketAddr) -> serde_json::Value {
     assert_eq!(r.status, 200);
     serde_json::from_str(&r.body).expect("/stats is JSON")
 }
+
+/// Runs `compare` briefly (2 s, one round, 32 connections) with `extra`
+/// arguments, writing into `out_dir`; asserts it succeeded and returns its
+/// table (stdout).
+pub fn run_compare(extra: &[&str], out_dir: &std::path::Path) -> String {
+    let out = Command::new(EXE)
+        .arg("compare")
+        .args(extra)
+        .args([
+            "--duration",
+            "2s",
+            "--repeat",
+            "1",
+            "--connections",
+            "32",
+            "--out",
+        ])
+        .arg(out_dir)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "compare failed: {stderr}");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
