@@ -5,51 +5,88 @@
 //! then drops the last handle to a third, and so on: done naively, the stack
 //! grows with the length of the chain. Instead, the first free on a thread
 //! becomes the *drainer*: while it runs, every object whose strong count
-//! reaches zero is pushed onto an intrusive stack (linked through the header's
-//! `meta` word) and the drainer frees them one by one after its own value.
-//! Stack depth is bounded by the nesting of a single value's drop glue, not by
-//! the length of the chain.
+//! reaches zero is pushed onto a per-thread stack and the drainer frees them
+//! one by one after its own value. Stack depth is bounded by the nesting of a
+//! single value's drop glue, not by the length of the chain.
+//!
+//! Objects carry no type information (a leaf is laid out exactly as
+//! `std::rc`'s), so each entry is a pointer plus the monomorphised function
+//! that finishes it: a leaf's typed pointer and `finish_leaf::<T>`, or a
+//! candidate's [`Object`] and `finish_object`. The stack is a `Vec` whose
+//! capacity is kept between drains; a queued object's own memory is not used
+//! for the link because a leaf has no spare word (its strong count must keep
+//! reading zero for `Weak::upgrade`, its weak count keeps counting).
 //!
 //! A panic in a value's `Drop` is caught by the drainer, which keeps freeing
 //! the rest of the stack and re-raises the first panic at the end; the object
 //! whose `Drop` panicked keeps its memory (a leak, never a use after free).
 
-use core::cell::Cell;
+use core::cell::{Cell, UnsafeCell};
+use core::mem::{align_of, size_of, MaybeUninit};
 use core::ptr::NonNull;
 use std::panic::{self, AssertUnwindSafe};
 
-use crate::header::{self, Header};
+use crate::header::{self, Kind, Object, RcBox};
+use crate::trace::Trace;
+
+/// Room for one pointer to a queued object (thin or wide), kept as raw bytes
+/// so that the pointer keeps its provenance.
+type Raw = MaybeUninit<[*const (); 2]>;
+
+/// One queued object.
+#[derive(Clone, Copy)]
+struct Entry {
+    ptr: Raw,
+    /// Drops the value and releases the strong side's weak reference.
+    finish: unsafe fn(Raw),
+}
+
+impl Entry {
+    fn new<P: Copy>(ptr: P, finish: unsafe fn(Raw)) -> Self {
+        const { assert!(size_of::<P>() <= size_of::<Raw>() && align_of::<P>() <= align_of::<Raw>()) };
+        let mut raw = Raw::uninit();
+        // SAFETY: `P` fits in `Raw` (checked above); read back as `P` by
+        // `finish`, which was made for it.
+        unsafe { raw.as_mut_ptr().cast::<P>().write(ptr) };
+        Entry { ptr: raw, finish }
+    }
+}
+
+/// Reads back the `P` written by [`Entry::new`].
+///
+/// # Safety
+/// `raw` holds a `P`.
+unsafe fn read<P: Copy>(raw: Raw) -> P {
+    // SAFETY: forwarded.
+    unsafe { raw.as_ptr().cast::<P>().read() }
+}
 
 struct Queue {
     /// A drainer is running on this thread.
     draining: Cell<bool>,
-    /// Objects waiting to be freed.
-    head: Cell<Option<NonNull<Header>>>,
+    /// Objects waiting to be freed. Only `push` and `pop` touch it, and they
+    /// run no user code, so no two borrows of it ever overlap.
+    pending: UnsafeCell<Vec<Entry>>,
 }
 
 thread_local! {
     static QUEUE: Queue = const {
         Queue {
             draining: Cell::new(false),
-            head: Cell::new(None),
+            pending: UnsafeCell::new(Vec::new()),
         }
     };
 }
 
 impl Queue {
-    fn push(&self, object: NonNull<Header>) {
-        // SAFETY: queued objects have a zero strong count and are in no buffer
-        // or graph, so their `meta` word is free to hold the link.
-        unsafe { object.as_ref().set_link(self.head.get()) };
-        self.head.set(Some(object));
+    fn push(&self, entry: Entry) {
+        // SAFETY: see `pending`: no other borrow exists during this call.
+        unsafe { (*self.pending.get()).push(entry) }
     }
 
-    fn pop(&self) -> Option<NonNull<Header>> {
-        let object = self.head.get()?;
-        // SAFETY: queued objects are live (their implicit weak reference is
-        // held) and their links were written by `push`.
-        self.head.set(unsafe { object.as_ref().take_link() });
-        Some(object)
+    fn pop(&self) -> Option<Entry> {
+        // SAFETY: see `pending`.
+        unsafe { (*self.pending.get()).pop() }
     }
 
     /// Frees every queued object, one `catch_unwind` for the whole run
@@ -58,9 +95,9 @@ impl Queue {
         let mut first_panic = None;
         loop {
             let run = panic::catch_unwind(AssertUnwindSafe(|| {
-                while let Some(object) = self.pop() {
+                while let Some(entry) = self.pop() {
                     // SAFETY: `free` queued it under the contract of `finish`.
-                    unsafe { finish(object) }
+                    unsafe { (entry.finish)(entry.ptr) }
                 }
             }));
             match run {
@@ -86,22 +123,65 @@ impl Drop for Drainer<'_> {
     }
 }
 
-/// Drops the value of an object whose strong count just reached zero, then
-/// releases the strong side's weak reference.
+/// Frees `entry` now, or queues it behind the running drainer.
+///
+/// # Safety
+/// As for [`free_leaf`], for the object in `entry`.
+#[inline]
+unsafe fn free(entry: Entry) {
+    let queued = QUEUE.try_with(|q| {
+        if q.draining.get() {
+            q.push(entry);
+        } else {
+            // SAFETY: forwarded from the caller.
+            as_drainer(q, || unsafe { (entry.finish)(entry.ptr) });
+        }
+    });
+    if queued.is_err() {
+        // The thread's queue is gone (thread-local destruction): free in
+        // place. Only destructors running at thread exit get here.
+        // SAFETY: forwarded from the caller.
+        unsafe { (entry.finish)(entry.ptr) }
+    }
+}
+
+/// Drops the value of a leaf object whose strong count just reached zero,
+/// then releases the strong side's weak reference.
+///
+/// # Safety
+/// The object is a leaf (no `meta` word), its strong count is zero, its value
+/// alive, and the caller gives up its last strong reference to it.
+#[inline]
+pub(crate) unsafe fn free_leaf<T: Trace>(ptr: NonNull<RcBox<T>>) {
+    /// # Safety
+    /// `raw` holds a leaf `NonNull<RcBox<T>>` queued by `free_leaf`.
+    unsafe fn finish_leaf<T: Trace>(raw: Raw) {
+        // SAFETY: forwarded from `free_leaf`'s caller.
+        unsafe { Kind::<T>::finish(read(raw), false) }
+    }
+    // SAFETY: forwarded.
+    unsafe { free(Entry::new(ptr, finish_leaf::<T>)) }
+}
+
+/// As [`free_leaf`], for a candidate.
 ///
 /// # Safety
 /// The object's strong count is zero, its value alive, it is in no roots
 /// buffer and no collector graph, and the caller gives up its last strong
 /// reference to it.
-pub(crate) unsafe fn free(object: NonNull<Header>) {
-    QUEUE.with(|q| {
-        if q.draining.get() {
-            q.push(object);
-        } else {
-            // SAFETY: forwarded from the caller.
-            as_drainer(q, || unsafe { finish(object) });
+pub(crate) unsafe fn free_object(object: Object) {
+    /// # Safety
+    /// `raw` holds an `Object` queued by `free_object`.
+    unsafe fn finish_object(raw: Raw) {
+        // SAFETY: forwarded from `free_object`'s caller.
+        unsafe {
+            let object: Object = read(raw);
+            header::drop_value_erased(object);
+            header::release_weak(object);
         }
-    })
+    }
+    // SAFETY: forwarded.
+    unsafe { free(Entry::new(object, finish_object)) }
 }
 
 /// Runs `f` as the drainer if none is running (then frees everything queued
@@ -109,13 +189,10 @@ pub(crate) unsafe fn free(object: NonNull<Header>) {
 ///
 /// Panics from `f` or from queued drops propagate after the queue is empty.
 pub(crate) fn batch<R>(f: impl FnOnce() -> R) -> R {
-    QUEUE.with(|q| {
-        if q.draining.get() {
-            f()
-        } else {
-            as_drainer(q, f)
-        }
-    })
+    match QUEUE.try_with(|q| q.draining.get()) {
+        Ok(false) => QUEUE.with(|q| as_drainer(q, f)),
+        _ => f(),
+    }
 }
 
 fn as_drainer<R>(q: &Queue, f: impl FnOnce() -> R) -> R {
@@ -128,16 +205,4 @@ fn as_drainer<R>(q: &Queue, f: impl FnOnce() -> R) -> R {
         panic::resume_unwind(payload);
     }
     result
-}
-
-/// Drops the value, then releases the strong side's weak reference.
-///
-/// # Safety
-/// As for [`free`]. If the drop panics the memory is leaked.
-unsafe fn finish(object: NonNull<Header>) {
-    // SAFETY: forwarded from the caller: strong is zero and the value alive.
-    unsafe {
-        header::drop_value_erased(object);
-        header::release_weak(object);
-    }
 }

@@ -2,7 +2,7 @@
 
 use crate::handle::{Strong, WeakRef};
 use crate::pointer::define_pointer;
-use crate::trace::{Family, Trace, Tracer};
+use crate::trace::{Trace, Tracer};
 
 define_pointer! {
     /// A single-threaded reference-counted pointer that frees unreachable
@@ -60,13 +60,13 @@ define_pointer! {
 // SAFETY: a `Gc` owns exactly one strong reference to its object and reports
 // it once. Objects that cannot own pointers are not reported: they cannot be
 // on a cycle, and counting frees them when their owners go.
-unsafe impl<T: ?Sized + Trace> Trace for Gc<T> {
+unsafe impl<T: Trace> Trace for Gc<T> {
     const MAY_CONTAIN_GC: bool = true;
 
     #[inline]
     fn trace(&self, tracer: &mut Tracer<'_>) {
         if T::MAY_CONTAIN_GC {
-            tracer.edge(Family::Local, self.inner.header_ptr().cast());
+            tracer.local_edge(self.inner.object());
         }
     }
 }

@@ -13,7 +13,7 @@ macro_rules! define_pointer {
         collect = $collect:literal;
     ) => {
         $(#[$strong_meta])*
-        pub struct $Strong<T: ?Sized + Trace> {
+        pub struct $Strong<T: Trace> {
             inner: Strong<T, $collect>,
         }
 
@@ -38,7 +38,7 @@ macro_rules! define_pointer {
             }
         }
 
-        impl<T: ?Sized + Trace> $Strong<T> {
+        impl<T: Trace> $Strong<T> {
             /// The value, or `None` if the cycle collector has freed it (a
             /// handle that a destructor kept to a member of a garbage cycle).
             #[inline]
@@ -93,14 +93,14 @@ macro_rules! define_pointer {
             }
         }
 
-        impl<T: ?Sized + Trace> Clone for $Strong<T> {
+        impl<T: Trace> Clone for $Strong<T> {
             #[inline]
             fn clone(&self) -> Self {
                 $Strong { inner: self.inner.clone() }
             }
         }
 
-        impl<T: ?Sized + Trace> core::ops::Deref for $Strong<T> {
+        impl<T: Trace> core::ops::Deref for $Strong<T> {
             type Target = T;
 
             /// # Panics
@@ -111,19 +111,19 @@ macro_rules! define_pointer {
             }
         }
 
-        impl<T: ?Sized + Trace> core::borrow::Borrow<T> for $Strong<T> {
+        impl<T: Trace> core::borrow::Borrow<T> for $Strong<T> {
             fn borrow(&self) -> &T {
                 self
             }
         }
 
-        impl<T: ?Sized + Trace> AsRef<T> for $Strong<T> {
+        impl<T: Trace> AsRef<T> for $Strong<T> {
             fn as_ref(&self) -> &T {
                 self
             }
         }
 
-        impl<T: ?Sized + Trace + core::fmt::Debug> core::fmt::Debug for $Strong<T> {
+        impl<T: Trace + core::fmt::Debug> core::fmt::Debug for $Strong<T> {
             fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
                 match self.inner.try_get() {
                     Some(value) => core::fmt::Debug::fmt(value, f),
@@ -132,40 +132,40 @@ macro_rules! define_pointer {
             }
         }
 
-        impl<T: ?Sized + Trace + core::fmt::Display> core::fmt::Display for $Strong<T> {
+        impl<T: Trace + core::fmt::Display> core::fmt::Display for $Strong<T> {
             fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
                 core::fmt::Display::fmt(&**self, f)
             }
         }
 
-        impl<T: ?Sized + Trace> core::fmt::Pointer for $Strong<T> {
+        impl<T: Trace> core::fmt::Pointer for $Strong<T> {
             fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
                 core::fmt::Pointer::fmt(&Self::as_ptr(self), f)
             }
         }
 
-        impl<T: ?Sized + Trace + PartialEq> PartialEq for $Strong<T> {
+        impl<T: Trace + PartialEq> PartialEq for $Strong<T> {
             #[inline]
             fn eq(&self, other: &Self) -> bool {
                 **self == **other
             }
         }
 
-        impl<T: ?Sized + Trace + Eq> Eq for $Strong<T> {}
+        impl<T: Trace + Eq> Eq for $Strong<T> {}
 
-        impl<T: ?Sized + Trace + PartialOrd> PartialOrd for $Strong<T> {
+        impl<T: Trace + PartialOrd> PartialOrd for $Strong<T> {
             fn partial_cmp(&self, other: &Self) -> Option<core::cmp::Ordering> {
                 (**self).partial_cmp(&**other)
             }
         }
 
-        impl<T: ?Sized + Trace + Ord> Ord for $Strong<T> {
+        impl<T: Trace + Ord> Ord for $Strong<T> {
             fn cmp(&self, other: &Self) -> core::cmp::Ordering {
                 (**self).cmp(&**other)
             }
         }
 
-        impl<T: ?Sized + Trace + core::hash::Hash> core::hash::Hash for $Strong<T> {
+        impl<T: Trace + core::hash::Hash> core::hash::Hash for $Strong<T> {
             fn hash<H: core::hash::Hasher>(&self, state: &mut H) {
                 (**self).hash(state)
             }

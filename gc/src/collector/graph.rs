@@ -29,14 +29,12 @@
 //! only buffered member was young would leave every buffer and leak.
 //! Dead objects (values already dropped by an earlier collection) are leaves.
 
-use core::ptr::NonNull;
-
-use crate::header::{self, Header, BUFFERED, DEAD, IN_GRAPH, OLD};
-use crate::trace::{Family, Tracer};
+use crate::header::{self, Object, BUFFERED, DEAD, IN_GRAPH, OLD};
+use crate::trace::Tracer;
 
 /// A node of the side graph.
 struct Node {
-    object: NonNull<Header>,
+    object: Object,
     /// Strong count minus the edges from inside the graph.
     trial: isize,
     /// This node's edges are `edges[first_edge..end_edge]`.
@@ -54,17 +52,17 @@ struct Node {
 pub(crate) struct Graph {
     nodes: Vec<Node>,
     edges: Vec<u32>,
-    scratch: Vec<NonNull<()>>,
+    scratch: Vec<Object>,
     work: Vec<u32>,
     /// The last collection's garbage, no longer flagged `IN_GRAPH`.
-    pub(crate) garbage: Vec<NonNull<Header>>,
+    pub(crate) garbage: Vec<Object>,
     /// Objects to buffer again after the last collection: those it kept
     /// alive only because their trace was incomplete, so that a later
     /// collection looks once more, and, after a minor collection, the live
     /// ones with references from outside the graph, which may come from old
     /// members of a garbage cycle, so that the next full collection judges
     /// them.
-    pub(crate) retry: Vec<NonNull<Header>>,
+    pub(crate) retry: Vec<Object>,
 }
 
 /// What a collection found, besides `garbage` and `retry`.
@@ -80,7 +78,7 @@ pub(crate) struct Verdict {
 struct Unmark<'a> {
     graph: &'a mut Graph,
     roots: usize,
-    rebuffer: &'a mut dyn FnMut(NonNull<Header>),
+    rebuffer: &'a mut dyn FnMut(Object),
 }
 
 impl Drop for Unmark<'_> {
@@ -109,10 +107,10 @@ impl Graph {
     /// every other flag restored, and the panic propagates.
     pub(crate) fn collect(
         &mut self,
-        roots: &[NonNull<Header>],
+        roots: &[Object],
         minor: bool,
         promote: bool,
-        rebuffer: &mut dyn FnMut(NonNull<Header>),
+        rebuffer: &mut dyn FnMut(Object),
     ) -> Verdict {
         for &root in roots {
             // SAFETY: buffered objects are live.
@@ -132,7 +130,7 @@ impl Graph {
         self.collect_white(minor, promote)
     }
 
-    fn add_node(&mut self, object: NonNull<Header>) -> u32 {
+    fn add_node(&mut self, object: Object) -> u32 {
         // Indices are u32 to halve the graph's memory; four billion objects
         // in one collection would exhaust memory long before.
         let index = u32::try_from(self.nodes.len()).expect("collection graph too large");
@@ -159,13 +157,12 @@ impl Graph {
         while let Some(node) = self.nodes.get(i) {
             let object = node.object;
             scratch.clear();
-            let mut tracer = Tracer::new(Family::Local, &mut scratch);
+            let mut tracer = Tracer::local(&mut scratch);
             // SAFETY: nodes are live and alive (dead objects are never added).
             unsafe { header::trace_erased(object, &mut tracer) };
             let opaque = tracer.kept_alive();
             let first_edge = self.edges.len();
             for &target in &scratch {
-                let target = target.cast::<Header>();
                 // SAFETY: a traced handle keeps its target's memory live.
                 let t = unsafe { target.as_ref() };
                 let flags = t.flags();
