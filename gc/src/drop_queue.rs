@@ -26,8 +26,8 @@ use core::mem::{align_of, size_of, MaybeUninit};
 use core::ptr::NonNull;
 use std::panic::{self, AssertUnwindSafe};
 
-use crate::header::{self, Kind, Object, RcBox};
-use crate::trace::Trace;
+use crate::header::{self, Object, RcBox};
+use crate::unsize::Pointee;
 
 /// Room for one pointer to a queued object (thin or wide), kept as raw bytes
 /// so that the pointer keeps its provenance.
@@ -152,12 +152,13 @@ unsafe fn free(entry: Entry) {
 /// The object is a leaf (no `meta` word), its strong count is zero, its value
 /// alive, and the caller gives up its last strong reference to it.
 #[inline]
-pub(crate) unsafe fn free_leaf<T: Trace>(ptr: NonNull<RcBox<T>>) {
+pub(crate) unsafe fn free_leaf<T: ?Sized + Pointee>(ptr: NonNull<RcBox<T>>) {
     /// # Safety
-    /// `raw` holds a leaf `NonNull<RcBox<T>>` queued by `free_leaf`.
-    unsafe fn finish_leaf<T: Trace>(raw: Raw) {
+    /// `raw` holds a leaf `NonNull<RcBox<T>>` (thin or wide) queued by
+    /// `free_leaf`.
+    unsafe fn finish_leaf<T: ?Sized + Pointee>(raw: Raw) {
         // SAFETY: forwarded from `free_leaf`'s caller.
-        unsafe { Kind::<T>::finish(read(raw), false) }
+        unsafe { header::finish::<T>(read(raw), false) }
     }
     // SAFETY: forwarded.
     unsafe { free(Entry::new(ptr, finish_leaf::<T>)) }
@@ -177,7 +178,7 @@ pub(crate) unsafe fn free_object(object: Object) {
         unsafe {
             let object: Object = read(raw);
             header::drop_value_erased(object);
-            header::release_weak(object);
+            header::release_weak_object(object);
         }
     }
     // SAFETY: forwarded.

@@ -3,6 +3,7 @@
 use crate::handle::{Strong, WeakRef};
 use crate::pointer::define_pointer;
 use crate::trace::{Trace, Tracer};
+use crate::unsize::Pointee;
 
 define_pointer! {
     /// A single-threaded reference-counted pointer that frees unreachable
@@ -60,12 +61,14 @@ define_pointer! {
 // SAFETY: a `Gc` owns exactly one strong reference to its object and reports
 // it once. Objects that cannot own pointers are not reported: they cannot be
 // on a cycle, and counting frees them when their owners go.
-unsafe impl<T: Trace> Trace for Gc<T> {
+unsafe impl<T: ?Sized + Pointee> Trace for Gc<T> {
     const MAY_CONTAIN_GC: bool = true;
 
     #[inline]
     fn trace(&self, tracer: &mut Tracer<'_>) {
-        if T::MAY_CONTAIN_GC {
+        // A constant test for sized types; a trait object's concrete type
+        // may be a leaf.
+        if T::MAY_CONTAIN_GC && self.inner.candidate() {
             tracer.local_edge(self.inner.object());
         }
     }

@@ -5,7 +5,7 @@
 //! `COLLECT` selects the family: `Strong<T, true>` is a `Gc`, `Strong<T, false>`
 //! an `Rc`. Together with `T::MAY_CONTAIN_GC` it also selects the layout of
 //! the object at compile time (see `header.rs`): only a candidate
-//! ([`Strong::CANDIDATE`]) has a `meta` word, and only a candidate can be
+//! (`Strong::candidate`) has a `meta` word, and only a candidate can be
 //! buffered, traced or killed by the collector. Every access to `meta` is
 //! behind that constant, so leaf handles compile to `std::rc`'s code.
 //!
@@ -17,18 +17,136 @@ use core::marker::PhantomData;
 use core::ptr::NonNull;
 
 use crate::collector;
-use crate::header::{self, Counts, Header, Kind, Object, RcBox, BUFFERED, DEAD, IN_GRAPH};
+use crate::header::{
+    self, Counts, Header, Kind, Object, RcBox, SliceKind, BUFFERED, DEAD, IN_GRAPH,
+};
 use crate::trace::Trace;
+use crate::unsize::{CoerceTarget, Pointee};
 
 /// Owns one strong count.
-pub(crate) struct Strong<T: Trace, const COLLECT: bool> {
+pub(crate) struct Strong<T: ?Sized + Pointee, const COLLECT: bool> {
     ptr: NonNull<RcBox<T>>,
     _owns: PhantomData<RcBox<T>>,
 }
 
 /// Owns one weak count, or nothing (`Weak::new`, dangling).
-pub(crate) struct WeakRef<T: Trace, const COLLECT: bool> {
+pub(crate) struct WeakRef<T: ?Sized + Pointee, const COLLECT: bool> {
     ptr: Option<NonNull<RcBox<T>>>,
+}
+
+#[cfg(feature = "nightly")]
+impl<T, U, const COLLECT: bool> core::ops::CoerceUnsized<Strong<U, COLLECT>> for Strong<T, COLLECT>
+where
+    T: ?Sized + Pointee + core::marker::Unsize<U>,
+    U: ?Sized + CoerceTarget,
+{
+}
+
+#[cfg(feature = "nightly")]
+impl<T, U, const COLLECT: bool> core::ops::CoerceUnsized<WeakRef<U, COLLECT>>
+    for WeakRef<T, COLLECT>
+where
+    T: ?Sized + Pointee + core::marker::Unsize<U>,
+    U: ?Sized + CoerceTarget,
+{
+}
+
+/// The same pointer, unsized by `unsize` (see `unsize::Coerce`).
+///
+/// # Safety
+/// `unsize` returns its argument unsized to `U`.
+unsafe fn coerce_ptr<T: Trace, U: ?Sized + CoerceTarget>(
+    ptr: NonNull<RcBox<T>>,
+    unsize: impl FnOnce(*const T) -> *const U,
+) -> NonNull<RcBox<U>> {
+    let value = header::value_ptr(ptr);
+    let unsized_value = unsize(value);
+    debug_assert!(core::ptr::addr_eq(unsized_value, value));
+    // The value's offset in the box; `RcBox<U>` puts it at the same place,
+    // since the dynamic type of `U` is `T`.
+    let offset = value as *const u8 as usize - ptr.as_ptr() as *const u8 as usize;
+    let boxed = (unsized_value as *const RcBox<U>).wrapping_byte_sub(offset) as *mut RcBox<U>;
+    // SAFETY: `boxed` is `ptr` (non-null) with `U`'s metadata, and keeps the
+    // provenance of `ptr`, from which `value` was derived.
+    unsafe { NonNull::new_unchecked(boxed) }
+}
+
+impl<T: Trace, const COLLECT: bool> Strong<T, COLLECT> {
+    /// The same handle to `U` (see `unsize::Coerce`).
+    ///
+    /// # Safety
+    /// `unsize` returns its argument unsized to `U`.
+    pub(crate) unsafe fn coerce<U: ?Sized + CoerceTarget>(
+        self,
+        unsize: impl FnOnce(*const T) -> *const U,
+    ) -> Strong<U, COLLECT> {
+        let this = core::mem::ManuallyDrop::new(self);
+        // SAFETY: forwarded; the strong count moves to the new handle.
+        Strong::from_box(unsafe { coerce_ptr(this.ptr, unsize) })
+    }
+}
+
+impl<T: Trace, const COLLECT: bool> WeakRef<T, COLLECT> {
+    /// The same handle to `U` (see `unsize::Coerce`).
+    ///
+    /// # Safety
+    /// `unsize` returns its argument unsized to `U`.
+    pub(crate) unsafe fn coerce<U: ?Sized + CoerceTarget>(
+        self,
+        unsize: impl FnOnce(*const T) -> *const U,
+    ) -> WeakRef<U, COLLECT> {
+        let this = core::mem::ManuallyDrop::new(self);
+        WeakRef {
+            // SAFETY: forwarded; the weak count moves to the new handle.
+            ptr: this.ptr.map(|p| unsafe { coerce_ptr(p, unsize) }),
+        }
+    }
+}
+
+impl<T: Trace, const COLLECT: bool> Strong<[T], COLLECT> {
+    /// A slice object holding the elements of `vec`.
+    pub(crate) fn from_vec(vec: Vec<T>) -> Self {
+        Strong::from_box(SliceKind::<T>::from_vec(COLLECT && T::MAY_CONTAIN_GC, vec))
+    }
+}
+
+impl<const COLLECT: bool> Strong<str, COLLECT> {
+    /// A string object holding a copy of `s`.
+    pub(crate) fn from_str(s: &str) -> Self {
+        Strong::from_box(SliceKind::<u8>::from_str(s))
+    }
+}
+
+impl<T: Trace, const COLLECT: bool> Strong<T, COLLECT> {
+    /// Whether objects of this (sized) type are candidates.
+    const CANDIDATE: bool = Kind::<T>::has_meta(COLLECT);
+
+    pub(crate) fn try_unwrap(self) -> Result<T, Self> {
+        if self.counts().strong() != 1 || !self.is_alive() {
+            return Err(self);
+        }
+        let ptr = self.ptr;
+        core::mem::forget(self);
+        if Self::CANDIDATE {
+            // SAFETY: the handle's strong count keeps the allocation live.
+            let object = unsafe { header::object(ptr) };
+            collector::unbuffer(object);
+            // SAFETY: the value is alive and this was the only strong handle;
+            // the object is in no buffer, so nothing else reads the value.
+            let value = unsafe { header::take_value(ptr) };
+            // SAFETY: strong is zero and the value was moved out.
+            unsafe { collector::release_taken(object) };
+            Ok(value)
+        } else {
+            // SAFETY: as above; a leaf is in no buffer.
+            let value = unsafe { header::take_value(ptr) };
+            collector::on_free_by_rc();
+            // SAFETY: the value is gone; release the strong side's weak
+            // reference.
+            unsafe { header::release_weak(ptr, false) };
+            Ok(value)
+        }
+    }
 }
 
 impl<T: Trace + 'static, const COLLECT: bool> Strong<T, COLLECT> {
@@ -48,9 +166,14 @@ impl<T: Trace + 'static, const COLLECT: bool> Strong<T, COLLECT> {
     }
 }
 
-impl<T: Trace, const COLLECT: bool> Strong<T, COLLECT> {
-    /// Whether objects of this handle type are candidates (have `meta`).
-    pub(crate) const CANDIDATE: bool = Kind::<T>::has_meta(COLLECT);
+impl<T: ?Sized + Pointee, const COLLECT: bool> Strong<T, COLLECT> {
+    /// Whether this object is a candidate (has `meta`). A constant for
+    /// sized types, slices and `str`; a trait object asks its vtable.
+    #[inline]
+    pub(crate) fn candidate(&self) -> bool {
+        // SAFETY: a strong handle keeps the allocation live.
+        unsafe { header::is_candidate(self.ptr, COLLECT) }
+    }
 
     fn from_box(ptr: NonNull<RcBox<T>>) -> Self {
         Strong {
@@ -68,7 +191,7 @@ impl<T: Trace, const COLLECT: bool> Strong<T, COLLECT> {
     /// The candidate header. Only for candidates.
     #[inline]
     fn header(&self) -> &Header {
-        debug_assert!(Self::CANDIDATE);
+        debug_assert!(self.candidate());
         // SAFETY: a strong handle keeps the allocation live, and candidates
         // have a header.
         unsafe { header::header(self.ptr) }
@@ -77,15 +200,16 @@ impl<T: Trace, const COLLECT: bool> Strong<T, COLLECT> {
     /// The collector's view of this candidate.
     #[inline]
     pub(crate) fn object(&self) -> Object {
-        debug_assert!(Self::CANDIDATE);
-        Kind::<T>::object(self.ptr)
+        debug_assert!(self.candidate());
+        // SAFETY: a strong handle keeps the allocation live.
+        unsafe { header::object(self.ptr) }
     }
 
     /// Whether the value is alive: always for leaves, which the collector
     /// never touches.
     #[inline]
     fn is_alive(&self) -> bool {
-        !Self::CANDIDATE || self.header().is_alive()
+        !self.candidate() || self.header().is_alive()
     }
 
     /// The value, or `None` if the collector has dropped it.
@@ -137,7 +261,7 @@ impl<T: Trace, const COLLECT: bool> Strong<T, COLLECT> {
         if !self.is_unique() || !self.is_alive() {
             return None;
         }
-        if Self::CANDIDATE {
+        if self.candidate() {
             // A buffered root may be traced by a collection that starts while
             // the `&mut T` exists; take it out of the buffer first. Nothing
             // can buffer it again while this handle is borrowed: that needs
@@ -156,35 +280,9 @@ impl<T: Trace, const COLLECT: bool> Strong<T, COLLECT> {
             ptr: Some(self.ptr),
         }
     }
-
-    pub(crate) fn try_unwrap(self) -> Result<T, Self> {
-        if self.counts().strong() != 1 || !self.is_alive() {
-            return Err(self);
-        }
-        let ptr = self.ptr;
-        core::mem::forget(self);
-        if Self::CANDIDATE {
-            let object = Kind::<T>::object(ptr);
-            collector::unbuffer(object);
-            // SAFETY: the value is alive and this was the only strong handle;
-            // the object is in no buffer, so nothing else reads the value.
-            let value = unsafe { header::take_value(ptr) };
-            // SAFETY: strong is zero and the value was moved out.
-            unsafe { collector::release_taken(object) };
-            Ok(value)
-        } else {
-            // SAFETY: as above; a leaf is in no buffer.
-            let value = unsafe { header::take_value(ptr) };
-            collector::on_free_by_rc();
-            // SAFETY: the value is gone; release the strong side's weak
-            // reference.
-            unsafe { Kind::<T>::release_weak(ptr, false) };
-            Ok(value)
-        }
-    }
 }
 
-impl<T: Trace, const COLLECT: bool> Clone for Strong<T, COLLECT> {
+impl<T: ?Sized + Pointee, const COLLECT: bool> Clone for Strong<T, COLLECT> {
     #[inline]
     fn clone(&self) -> Self {
         self.counts().inc_strong();
@@ -192,14 +290,14 @@ impl<T: Trace, const COLLECT: bool> Clone for Strong<T, COLLECT> {
     }
 }
 
-impl<T: Trace, const COLLECT: bool> Drop for Strong<T, COLLECT> {
+impl<T: ?Sized + Pointee, const COLLECT: bool> Drop for Strong<T, COLLECT> {
     #[inline]
     fn drop(&mut self) {
         let counts = self.counts();
         let strong = counts.strong() - 1;
         counts.set_strong(strong);
         if strong == 0 {
-            if Self::CANDIDATE {
+            if self.candidate() {
                 // SAFETY: this handle was the last strong reference.
                 unsafe { collector::release(self.object()) };
             } else {
@@ -212,10 +310,10 @@ impl<T: Trace, const COLLECT: bool> Drop for Strong<T, COLLECT> {
                 } else {
                     // SAFETY: nothing to drop; release the strong side's weak
                     // reference.
-                    unsafe { Kind::<T>::release_weak(self.ptr, false) }
+                    unsafe { header::release_weak(self.ptr, false) }
                 }
             }
-        } else if Self::CANDIDATE && self.header().flags() & (BUFFERED | DEAD | IN_GRAPH) == 0 {
+        } else if self.candidate() && self.header().flags() & (BUFFERED | DEAD | IN_GRAPH) == 0 {
             // The first decrement to a non-zero count: a possible cycle root.
             collector::buffer(self.object());
         }
@@ -231,12 +329,12 @@ fn dead() -> ! {
 }
 
 impl<T: Trace, const COLLECT: bool> WeakRef<T, COLLECT> {
-    const CANDIDATE: bool = Strong::<T, COLLECT>::CANDIDATE;
-
     pub(crate) const fn new() -> Self {
         WeakRef { ptr: None }
     }
+}
 
+impl<T: ?Sized + Pointee, const COLLECT: bool> WeakRef<T, COLLECT> {
     fn counts(&self) -> Option<&Counts> {
         // SAFETY: a weak handle keeps the allocation live.
         self.ptr.map(|p| unsafe { header::counts(p) })
@@ -244,9 +342,9 @@ impl<T: Trace, const COLLECT: bool> WeakRef<T, COLLECT> {
 
     /// Whether the collector dropped the value (only candidates).
     fn is_dead(&self, ptr: NonNull<RcBox<T>>) -> bool {
-        // SAFETY: a weak handle keeps the allocation live; candidates have a
-        // header.
-        Self::CANDIDATE && unsafe { header::header(ptr) }.has(DEAD)
+        // SAFETY: a weak handle keeps the allocation live; only candidates'
+        // headers are read.
+        unsafe { header::is_candidate(ptr, COLLECT) && header::header(ptr).has(DEAD) }
     }
 
     pub(crate) fn upgrade(&self) -> Option<Strong<T, COLLECT>> {
@@ -280,18 +378,18 @@ impl<T: Trace, const COLLECT: bool> WeakRef<T, COLLECT> {
     }
 
     pub(crate) fn ptr_eq(&self, other: &Self) -> bool {
-        self.ptr == other.ptr
+        match (self.ptr, other.ptr) {
+            (Some(a), Some(b)) => core::ptr::addr_eq(a.as_ptr(), b.as_ptr()),
+            (a, b) => a.is_none() && b.is_none(),
+        }
     }
 
-    pub(crate) fn as_ptr(&self) -> *const T {
-        match self.ptr {
-            Some(p) => header::value_ptr(p),
-            None => core::ptr::null(),
-        }
+    pub(crate) fn as_ptr(&self) -> Option<*const T> {
+        self.ptr.map(header::value_ptr)
     }
 }
 
-impl<T: Trace, const COLLECT: bool> Clone for WeakRef<T, COLLECT> {
+impl<T: ?Sized + Pointee, const COLLECT: bool> Clone for WeakRef<T, COLLECT> {
     fn clone(&self) -> Self {
         if let Some(c) = self.counts() {
             c.inc_weak();
@@ -300,13 +398,13 @@ impl<T: Trace, const COLLECT: bool> Clone for WeakRef<T, COLLECT> {
     }
 }
 
-impl<T: Trace, const COLLECT: bool> Drop for WeakRef<T, COLLECT> {
+impl<T: ?Sized + Pointee, const COLLECT: bool> Drop for WeakRef<T, COLLECT> {
     fn drop(&mut self) {
         if let Some(p) = self.ptr {
             // SAFETY: this handle owns one weak count; the strong side holds
             // its own until the value is gone, so if this was the last one the
             // value is dropped and the memory may go.
-            unsafe { Kind::<T>::release_weak(p, Self::CANDIDATE) }
+            unsafe { header::release_weak(p, header::is_candidate(p, COLLECT)) }
         }
     }
 }

@@ -48,6 +48,9 @@ use core::marker::PhantomData;
 use core::ptr::{self, NonNull};
 
 use crate::trace::{Trace, Tracer};
+use crate::unsize::Pointee;
+
+const WORD: usize = core::mem::size_of::<usize>();
 
 /// The object is in a roots buffer at `slot`.
 pub(crate) const BUFFERED: usize = 1 << 0;
@@ -85,16 +88,15 @@ pub(crate) struct Header {
 }
 
 /// Per-type operations on candidates, erased so that the collector can
-/// handle any object.
-pub(crate) struct VTable {
+/// handle any object. (Public only so that [`crate::unsize::Pointee`] can
+/// name it; nothing outside the crate can build or use one.)
+pub struct VTable {
     /// Reports the value's pointers. Must not be called once the value is dropped.
     trace: unsafe fn(Object, &mut Tracer<'_>),
     /// Drops the value in place (not the memory).
     drop_value: unsafe fn(Object),
-    /// The layout of the whole allocation.
-    layout: Layout,
-    /// From the start of the allocation to the [`Header`].
-    header_offset: usize,
+    /// Frees the memory.
+    dealloc: unsafe fn(Object),
 }
 
 /// A candidate as the collector holds it: where its header is, and its type.
@@ -250,7 +252,7 @@ impl<T: Trace> Kind<T> {
         }
         // `RcBox<T>` is aligned to at least a word, so one alignment unit of
         // padding in front holds `meta` in its last word.
-        let offset = inner.align();
+        let offset = prefix(inner.align(), 1);
         let size = match inner.size().checked_add(offset) {
             Some(size) => size,
             None => panic!("type too large for a Gc"),
@@ -273,27 +275,11 @@ impl<T: Trace> Kind<T> {
         }
     }
 
-    const VTABLE: VTable = {
-        let (layout, offset) = Self::CANDIDATE;
-        VTable {
-            trace: trace_value::<T>,
-            drop_value: drop_value::<T>,
-            layout,
-            header_offset: offset - core::mem::size_of::<usize>(),
-        }
+    pub(crate) const VTABLE: VTable = VTable {
+        trace: trace_value::<T>,
+        drop_value: drop_value::<T>,
+        dealloc: dealloc_sized::<T>,
     };
-
-    /// The collector's view of a candidate at `ptr`.
-    #[inline]
-    pub(crate) fn object(ptr: NonNull<RcBox<T>>) -> Object {
-        Object {
-            // The header starts one word before the counts, inside the
-            // allocation (see `layout`); `ptr` carries the provenance of the
-            // whole allocation.
-            header: unsafe_sub_word(ptr.cast()),
-            vtable: &Self::VTABLE,
-        }
-    }
 
     /// Allocates an object of this kind holding `value`, with `strong`
     /// references; the caller counts it with the collector.
@@ -353,7 +339,7 @@ impl<T: Trace> Kind<T> {
                 // SAFETY: the counts are initialised and the memory is live
                 // while the implicit weak reference is held; the value was
                 // never written, so only the memory is released.
-                unsafe { Kind::<T>::release_weak(self.0, self.1) }
+                unsafe { release_weak(self.0, self.1) }
             }
         }
         let guard = Unwind(ptr, has_meta);
@@ -368,37 +354,94 @@ impl<T: Trace> Kind<T> {
         crate::collector::on_allocate();
         ptr
     }
+}
 
-    /// Releases one weak reference and frees the memory if it was the last.
-    ///
-    /// # Safety
-    /// The caller owns the weak reference (or the strong side's implicit one,
-    /// after the value is gone), the value is dropped or was never written,
-    /// and `has_meta` is the kind the object was allocated with.
-    #[inline]
-    pub(crate) unsafe fn release_weak(ptr: NonNull<RcBox<T>>, has_meta: bool) {
-        // SAFETY: the memory is live while the caller's weak reference exists.
-        if unsafe { counts(ptr) }.dec_weak() == 0 {
-            let (layout, offset) = Self::layout_of(has_meta);
-            // SAFETY: no strong or weak reference remains, so nothing can
-            // reach the memory; it was allocated by the global allocator with
-            // `layout`, `offset` bytes before the counts.
-            unsafe { std::alloc::dealloc(ptr.cast::<u8>().as_ptr().sub(offset), layout) }
-        }
+/// Whether an object of type `T` (its dynamic type, for a trait object) is a
+/// candidate when handled by the family `collect`.
+///
+/// # Safety
+/// `ptr` points to a live allocation (the value may be dropped: only its
+/// type is read).
+#[inline]
+pub(crate) unsafe fn is_candidate<T: ?Sized + Pointee>(
+    ptr: NonNull<RcBox<T>>,
+    collect: bool,
+) -> bool {
+    // SAFETY: the allocation is live; `__candidate` reads only the type.
+    collect && T::MAY_CONTAIN_GC && T::__candidate(unsafe { &(*ptr.as_ptr()).value })
+}
+
+/// The collector's view of the candidate at `ptr`.
+///
+/// # Safety
+/// `ptr` points to a live candidate allocation.
+#[inline]
+pub(crate) unsafe fn object<T: ?Sized + Pointee>(ptr: NonNull<RcBox<T>>) -> Object {
+    Object {
+        // The header starts one word before the counts, inside the
+        // allocation; `ptr` carries the provenance of the whole allocation.
+        header: unsafe_sub_word(ptr.cast()),
+        // SAFETY: the allocation is live; `__vtable` reads only the type.
+        vtable: T::__vtable(unsafe { &(*ptr.as_ptr()).value }),
     }
+}
 
-    /// Drops the value and releases the strong side's weak reference.
-    ///
-    /// # Safety
-    /// The strong count is zero, the value alive and referenced by nobody;
-    /// it is dropped exactly once. `has_meta` is the object's kind.
-    #[inline]
-    pub(crate) unsafe fn finish(ptr: NonNull<RcBox<T>>, has_meta: bool) {
-        // SAFETY: guaranteed by the caller.
-        unsafe {
-            ptr::drop_in_place(ptr::addr_of_mut!((*ptr.as_ptr()).value));
-            Self::release_weak(ptr, has_meta);
-        }
+/// The offset of the counts in a candidate allocation whose `RcBox` is
+/// aligned to `align`, with `words` words of header in front.
+const fn prefix(align: usize, words: usize) -> usize {
+    let bytes = words * WORD;
+    (bytes + align - 1) & !(align - 1)
+}
+
+/// Releases one weak reference and frees the memory if it was the last.
+///
+/// # Safety
+/// The caller owns the weak reference (or the strong side's implicit one,
+/// after the value is gone), the value is dropped or was never written,
+/// and `has_meta` is the kind the object was allocated with.
+#[inline]
+pub(crate) unsafe fn release_weak<T: ?Sized + Pointee>(ptr: NonNull<RcBox<T>>, has_meta: bool) {
+    // SAFETY: the memory is live while the caller's weak reference exists.
+    if unsafe { counts(ptr) }.dec_weak() == 0 {
+        // SAFETY: no strong or weak reference remains.
+        unsafe { dealloc(ptr, has_meta) }
+    }
+}
+
+/// Frees the memory of an object.
+///
+/// # Safety
+/// Nothing references the object any more, its value is dropped or was
+/// never written, and `has_meta` is the kind it was allocated with.
+unsafe fn dealloc<T: ?Sized + Pointee>(ptr: NonNull<RcBox<T>>, has_meta: bool) {
+    // SAFETY: the allocation is live until the `dealloc` below; the layout
+    // reads only the pointer's metadata (size and alignment).
+    let inner = Layout::for_value(unsafe { &*ptr.as_ptr() });
+    let (layout, offset) = if has_meta {
+        let offset = prefix(inner.align(), T::__PREFIX_WORDS);
+        // SAFETY: the allocation was made with this size and alignment.
+        let layout =
+            unsafe { Layout::from_size_align_unchecked(inner.size() + offset, inner.align()) };
+        (layout, offset)
+    } else {
+        (inner, 0)
+    };
+    // SAFETY: it was allocated by the global allocator with `layout`,
+    // `offset` bytes before the counts.
+    unsafe { std::alloc::dealloc(ptr.cast::<u8>().as_ptr().sub(offset), layout) }
+}
+
+/// Drops the value and releases the strong side's weak reference.
+///
+/// # Safety
+/// The strong count is zero, the value alive and referenced by nobody;
+/// it is dropped exactly once. `has_meta` is the object's kind.
+#[inline]
+pub(crate) unsafe fn finish<T: ?Sized + Pointee>(ptr: NonNull<RcBox<T>>, has_meta: bool) {
+    // SAFETY: guaranteed by the caller.
+    unsafe {
+        ptr::drop_in_place(ptr::addr_of_mut!((*ptr.as_ptr()).value));
+        release_weak(ptr, has_meta);
     }
 }
 
@@ -524,17 +567,173 @@ pub(crate) unsafe fn trace_erased(object: Object, tracer: &mut Tracer<'_>) {
 /// The caller owns the weak reference (or the strong side's implicit one,
 /// after the value is gone), and the value is dropped or was never written.
 #[inline]
-pub(crate) unsafe fn release_weak(object: Object) {
+pub(crate) unsafe fn release_weak_object(object: Object) {
     // SAFETY: the memory is live while the caller's weak reference exists.
     let h = unsafe { object.as_ref() };
     if h.dec_weak() == 0 {
-        let vt = object.vtable;
         // SAFETY: no strong or weak reference remains, so nothing can reach
-        // the memory; it was allocated by the global allocator with
-        // `vt.layout`, `header_offset` bytes before the header.
+        // the memory.
+        unsafe { (object.vtable.dealloc)(object) }
+    }
+}
+
+/// Frees the memory of a sized candidate.
+///
+/// # Safety
+/// `object` is a candidate of type `T` that nothing references any more.
+unsafe fn dealloc_sized<T: Trace>(object: Object) {
+    let (layout, offset) = Kind::<T>::CANDIDATE;
+    // SAFETY: it was allocated by the global allocator with `layout`,
+    // `offset` bytes before the counts, which follow the header.
+    unsafe {
+        let base = object.header.cast::<u8>().as_ptr().add(WORD).sub(offset);
+        std::alloc::dealloc(base, layout)
+    }
+}
+
+/// Slices (`Gc<[T]>`, `Rc<[T]>`, and as `[u8]` the bytes of a `str`). A
+/// candidate slice stores its length in the word before `meta`, so that the
+/// collector, which holds only the header's address, can trace it.
+pub(crate) struct SliceKind<T>(PhantomData<T>);
+
+impl<T: Trace> SliceKind<T> {
+    pub(crate) const VTABLE: VTable = VTable {
+        trace: trace_slice::<T>,
+        drop_value: drop_slice::<T>,
+        dealloc: dealloc_slice::<T>,
+    };
+
+    /// The layout of a candidate slice allocation of `len` elements, and
+    /// the offset of the counts in it; `None` if it overflows.
+    fn layout(has_meta: bool, len: usize) -> Option<(Layout, usize)> {
+        let (inner, _) = Layout::new::<Counts>()
+            .extend(Layout::array::<T>(len).ok()?)
+            .ok()?;
+        let inner = inner.pad_to_align();
+        if !has_meta {
+            return Some((inner, 0));
+        }
+        let offset = prefix(inner.align(), 2);
+        let layout =
+            Layout::from_size_align(inner.size().checked_add(offset)?, inner.align()).ok()?;
+        Some((layout, offset))
+    }
+
+    /// Allocates a slice object of `len` elements with one strong reference;
+    /// the elements are uninitialised.
+    fn allocate_uninit(has_meta: bool, len: usize) -> NonNull<RcBox<[T]>> {
+        let Some((layout, offset)) = Self::layout(has_meta, len) else {
+            panic!("slice too large for a Gc");
+        };
+        // SAFETY: the layout has a non-zero size (it contains the counts).
+        let base = unsafe { std::alloc::alloc(layout) };
+        let Some(base) = NonNull::new(base) else {
+            std::alloc::handle_alloc_error(layout)
+        };
+        // SAFETY: `offset` is inside the allocation and aligned for the
+        // counts; a `*mut [T]` cast to `*mut RcBox<[T]>` keeps its length,
+        // which is the element count of the value field.
+        let ptr = unsafe {
+            let counts = base.as_ptr().add(offset);
+            NonNull::new_unchecked(
+                ptr::slice_from_raw_parts_mut(counts.cast::<T>(), len) as *mut RcBox<[T]>
+            )
+        };
+        // SAFETY: the allocation is fresh; a candidate has two words (length
+        // and `meta`) right before the counts.
         unsafe {
-            let base = object.header.cast::<u8>().as_ptr().sub(vt.header_offset);
-            std::alloc::dealloc(base, vt.layout)
+            ptr::addr_of_mut!((*ptr.as_ptr()).counts).write(Counts::new(1));
+            if has_meta {
+                let header = unsafe_sub_word(ptr.cast::<Counts>());
+                header.as_ptr().cast::<Cell<usize>>().write(Cell::new(0));
+                header.as_ptr().cast::<usize>().sub(1).write(len);
+            }
+        }
+        ptr
+    }
+
+    /// Moves the elements of `vec` into a new slice object.
+    pub(crate) fn from_vec(has_meta: bool, vec: Vec<T>) -> NonNull<RcBox<[T]>> {
+        let mut vec = core::mem::ManuallyDrop::new(vec);
+        let len = vec.len();
+        let ptr = Self::allocate_uninit(has_meta, len);
+        // SAFETY: the value field has room for `len` elements and does not
+        // overlap the vector's buffer. The elements are moved: the vector is
+        // then freed with a length of zero, so they are not dropped twice.
+        unsafe {
+            ptr::copy_nonoverlapping(
+                vec.as_ptr(),
+                ptr::addr_of_mut!((*ptr.as_ptr()).value).cast::<T>(),
+                len,
+            );
+            vec.set_len(0);
+            core::mem::ManuallyDrop::drop(&mut vec);
+        }
+        crate::collector::on_allocate();
+        ptr
+    }
+}
+
+impl SliceKind<u8> {
+    /// A leaf object holding a copy of `s`.
+    pub(crate) fn from_str(s: &str) -> NonNull<RcBox<str>> {
+        let ptr = Self::allocate_uninit(false, s.len());
+        // SAFETY: room for `s.len()` bytes, no overlap; `RcBox<[u8]>` and
+        // `RcBox<str>` have the same layout and metadata, and the bytes are
+        // UTF-8.
+        unsafe {
+            ptr::copy_nonoverlapping(
+                s.as_ptr(),
+                ptr::addr_of_mut!((*ptr.as_ptr()).value).cast::<u8>(),
+                s.len(),
+            );
+            crate::collector::on_allocate();
+            NonNull::new_unchecked(ptr.as_ptr() as *mut RcBox<str>)
         }
     }
+}
+
+/// The typed pointer of a candidate slice, its length read from the word
+/// before `meta`.
+///
+/// # Safety
+/// `object` is a live candidate slice of `T`.
+#[inline]
+unsafe fn typed_slice<T>(object: Object) -> NonNull<RcBox<[T]>> {
+    // SAFETY: guaranteed by the caller: the length is the word before the
+    // header and the counts the word after, all inside the allocation.
+    unsafe {
+        let len = object.header.as_ptr().cast::<usize>().sub(1).read();
+        let counts = object.header.as_ptr().cast::<usize>().add(1);
+        NonNull::new_unchecked(
+            ptr::slice_from_raw_parts_mut(counts.cast::<T>(), len) as *mut RcBox<[T]>
+        )
+    }
+}
+
+/// # Safety
+/// `object` is a candidate slice of `T` whose value is alive.
+unsafe fn trace_slice<T: Trace>(object: Object, tracer: &mut Tracer<'_>) {
+    // SAFETY: guaranteed by the caller.
+    unsafe { value(typed_slice::<T>(object)) }.trace(tracer);
+}
+
+/// # Safety
+/// `object` is a candidate slice of `T` whose value is alive and
+/// unreferenced; it is dropped exactly once.
+unsafe fn drop_slice<T>(object: Object) {
+    // SAFETY: guaranteed by the caller.
+    unsafe {
+        ptr::drop_in_place(ptr::addr_of_mut!(
+            (*typed_slice::<T>(object).as_ptr()).value
+        ))
+    }
+}
+
+/// # Safety
+/// `object` is a candidate slice of `T` that nothing references any more.
+unsafe fn dealloc_slice<T: Trace>(object: Object) {
+    // SAFETY: guaranteed by the caller; the slice was allocated by
+    // `allocate_uninit` with this layout.
+    unsafe { dealloc(typed_slice::<T>(object), true) }
 }

@@ -46,6 +46,7 @@
 //! obligation that `unsafe impl Trace` carries is to never report a pointer
 //! the value does not own (see [`trace`]).
 #![warn(missing_docs)]
+#![cfg_attr(feature = "nightly", feature(coerce_unsized, unsize))]
 
 mod collector;
 mod drop_queue;
@@ -60,6 +61,7 @@ pub mod rc;
 pub mod stats;
 pub mod sync;
 pub mod trace;
+pub mod unsize;
 
 pub use collector::{
     collect, collect_minor, policy, set_adaptive_config, set_policy, stats, AdaptiveConfig,

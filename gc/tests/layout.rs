@@ -88,7 +88,10 @@ fn leaves_and_rc_allocate_what_std_rc_does() {
 #[test]
 fn candidates_add_one_word() {
     let std_node = sizes(|| std::rc::Rc::new(Node::default())).0[0];
-    assert_eq!(sizes(|| Gc::new(Node::default())), (vec![std_node + WORD], 0));
+    assert_eq!(
+        sizes(|| Gc::new(Node::default())),
+        (vec![std_node + WORD], 0)
+    );
     // Above word alignment the `meta` word costs one alignment unit.
     let std_aligned = sizes(|| std::rc::Rc::new(Aligned::default())).0[0];
     let (gc_aligned, left) = sizes(|| {

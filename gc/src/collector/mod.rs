@@ -384,7 +384,7 @@ unsafe fn release_flagged(object: Object) {
     if h.has(DEAD) {
         // The collector dropped the value and counted it; free the memory.
         // SAFETY: strong is zero and the value is gone.
-        unsafe { header::release_weak(object) };
+        unsafe { header::release_weak_object(object) };
         return;
     }
     // SAFETY: now unflagged; `release` handles it as an ordinary object.
@@ -405,7 +405,7 @@ pub(crate) unsafe fn release_taken(object: Object) {
     }
     on_free_by_rc();
     // SAFETY: the value is gone; release the strong side's weak reference.
-    unsafe { header::release_weak(object) }
+    unsafe { header::release_weak_object(object) }
 }
 
 /// Removes a live object from its roots buffer, if it is in one (for
@@ -530,7 +530,7 @@ fn kill(garbage: &[Object]) {
             h.set_strong(strong);
             if strong == 0 {
                 // SAFETY: no handle remains and the value is dropped.
-                unsafe { header::release_weak(object) };
+                unsafe { header::release_weak_object(object) };
             }
         }
         if let Some(payload) = first_panic {
