@@ -42,15 +42,6 @@ where
 {
 }
 
-#[cfg(feature = "nightly")]
-impl<T, U, const COLLECT: bool> core::ops::CoerceUnsized<WeakRef<U, COLLECT>>
-    for WeakRef<T, COLLECT>
-where
-    T: ?Sized + Pointee + core::marker::Unsize<U>,
-    U: ?Sized + CoerceTarget,
-{
-}
-
 /// The same pointer, unsized by `unsize` (see `unsize::Coerce`).
 ///
 /// # Safety

@@ -392,9 +392,11 @@ fn implicit_coercion_on_nightly() {
     });
     link(&a, &b);
     link(&a, &a);
-    let w: recycler::Weak<dyn Shape> = Gc::downgrade(&Gc::new(Dot {
+    let c: Gc<dyn Shape> = Gc::new(Dot {
         tag: Tag(next_id()),
-    }));
+    });
+    let w = Gc::downgrade(&c);
+    drop(c);
     assert!(w.upgrade().is_none());
     let r: Rc<dyn Shape> = Rc::new(Dot {
         tag: Tag(next_id()),
