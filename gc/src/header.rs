@@ -112,12 +112,23 @@ impl PartialEq for Object {
     }
 }
 
+/// The top bit of the weak count: the object is a candidate (has `meta`).
+/// Set once at allocation and read only through a trait-object handle, whose
+/// type cannot tell (see [`is_candidate`]); the count is the other bits.
+const CANDIDATE_BIT: usize = 1 << (usize::BITS - 1);
+
 impl Counts {
-    const fn new(strong: usize) -> Self {
+    const fn new(strong: usize, candidate: bool) -> Self {
         Counts {
             strong: Cell::new(strong),
-            weak: Cell::new(1),
+            weak: Cell::new(if candidate { CANDIDATE_BIT | 1 } else { 1 }),
         }
+    }
+
+    /// Whether the object was allocated as a candidate.
+    #[inline]
+    fn is_candidate(&self) -> bool {
+        self.weak.get() & CANDIDATE_BIT != 0
     }
 
     #[inline]
@@ -142,16 +153,17 @@ impl Counts {
 
     #[inline]
     pub(crate) fn weak(&self) -> usize {
-        self.weak.get()
+        self.weak.get() & !CANDIDATE_BIT
     }
 
+    /// Adds a weak reference; aborts before the count reaches the flag bit.
     #[inline]
     pub(crate) fn inc_weak(&self) {
         let n = self.weak.get().wrapping_add(1);
-        self.weak.set(n);
-        if n == 0 {
+        if n & !CANDIDATE_BIT == 0 {
             std::process::abort();
         }
+        self.weak.set(n);
     }
 
     /// Removes a weak reference and returns the remaining count.
@@ -159,7 +171,7 @@ impl Counts {
     pub(crate) fn dec_weak(&self) -> usize {
         let n = self.weak.get() - 1;
         self.weak.set(n);
-        n
+        n & !CANDIDATE_BIT
     }
 }
 
@@ -301,10 +313,10 @@ impl<T: Trace> Kind<T> {
                     .as_ptr()
                     .write(Header {
                         meta: Cell::new(0),
-                        counts: Counts::new(strong),
+                        counts: Counts::new(strong, true),
                     });
             } else {
-                ptr::addr_of_mut!((*ptr.as_ptr()).counts).write(Counts::new(strong));
+                ptr::addr_of_mut!((*ptr.as_ptr()).counts).write(Counts::new(strong, false));
             }
         }
         ptr
@@ -359,30 +371,39 @@ impl<T: Trace> Kind<T> {
 /// Whether an object of type `T` (its dynamic type, for a trait object) is a
 /// candidate when handled by the family `collect`.
 ///
+/// A constant for every type but trait objects, which read the flag that
+/// allocation left in the weak count. Never a reference to the value: this
+/// runs while the value may be in the middle of its own drop (a `Weak` to
+/// itself dropped by its destructor).
+///
 /// # Safety
-/// `ptr` points to a live allocation (the value may be dropped: only its
-/// type is read).
+/// `ptr` points to a live allocation.
 #[inline]
 pub(crate) unsafe fn is_candidate<T: ?Sized + Pointee>(
     ptr: NonNull<RcBox<T>>,
     collect: bool,
 ) -> bool {
-    // SAFETY: the allocation is live; `__candidate` reads only the type.
-    collect && T::MAY_CONTAIN_GC && T::__candidate(unsafe { &(*ptr.as_ptr()).value })
+    collect
+        && T::MAY_CONTAIN_GC
+        && T::__CANDIDATE
+        // SAFETY: the allocation is live.
+        && (!T::__DYNAMIC || unsafe { counts(ptr) }.is_candidate())
 }
 
 /// The collector's view of the candidate at `ptr`.
 ///
 /// # Safety
-/// `ptr` points to a live candidate allocation.
+/// `ptr` points to a live candidate allocation whose value is not in the
+/// middle of being dropped.
 #[inline]
 pub(crate) unsafe fn object<T: ?Sized + Pointee>(ptr: NonNull<RcBox<T>>) -> Object {
     Object {
         // The header starts one word before the counts, inside the
         // allocation; `ptr` carries the provenance of the whole allocation.
         header: unsafe_sub_word(ptr.cast()),
-        // SAFETY: the allocation is live; `__vtable` reads only the type.
-        vtable: T::__vtable(unsafe { &(*ptr.as_ptr()).value }),
+        // SAFETY: the allocation is live and its value alive or completely
+        // dropped (see `Pointee::__vtable`).
+        vtable: unsafe { T::__vtable(value_ptr(ptr)) },
     }
 }
 
@@ -642,7 +663,7 @@ impl<T: Trace> SliceKind<T> {
         // SAFETY: the allocation is fresh; a candidate has two words (length
         // and `meta`) right before the counts.
         unsafe {
-            ptr::addr_of_mut!((*ptr.as_ptr()).counts).write(Counts::new(1));
+            ptr::addr_of_mut!((*ptr.as_ptr()).counts).write(Counts::new(1, has_meta));
             if has_meta {
                 let header = unsafe_sub_word(ptr.cast::<Counts>());
                 header.as_ptr().cast::<Cell<usize>>().write(Cell::new(0));

@@ -69,25 +69,31 @@ pub unsafe trait Pointee: Trace {
     #[doc(hidden)]
     const __PREFIX_WORDS: usize = 1;
 
-    /// Whether the value's (dynamic) type may own a collected pointer.
-    /// `value` may be dropped: only its type is used.
+    /// Whether an object of this type may be a candidate (for a trait
+    /// object, whether some implementor may be).
     #[doc(hidden)]
-    fn __candidate(value: &Self) -> bool;
+    const __CANDIDATE: bool;
+
+    /// Whether candidacy depends on the dynamic type (trait objects): then
+    /// the object records it at allocation.
+    #[doc(hidden)]
+    const __DYNAMIC: bool = false;
 
     /// The collector's operations for the value's (dynamic) type.
+    ///
+    /// # Safety
+    /// `value` points into a live allocation; the value is alive or
+    /// completely dropped, never in the middle of its drop.
     #[doc(hidden)]
-    fn __vtable(value: &Self) -> &'static VTable;
+    unsafe fn __vtable(value: *const Self) -> &'static VTable;
 }
 
 // SAFETY: a sized type is its own dynamic type.
 unsafe impl<T: Trace> Pointee for T {
-    #[inline]
-    fn __candidate(_: &Self) -> bool {
-        T::MAY_CONTAIN_GC
-    }
+    const __CANDIDATE: bool = T::MAY_CONTAIN_GC;
 
     #[inline]
-    fn __vtable(_: &Self) -> &'static VTable {
+    unsafe fn __vtable(_: *const Self) -> &'static VTable {
         &Kind::<T>::VTABLE
     }
 }
@@ -96,29 +102,35 @@ unsafe impl<T: Trace> Pointee for T {
 // length in the extra header word that `__PREFIX_WORDS` accounts for.
 unsafe impl<T: Trace> Pointee for [T] {
     const __PREFIX_WORDS: usize = 2;
+    const __CANDIDATE: bool = T::MAY_CONTAIN_GC;
 
     #[inline]
-    fn __candidate(_: &Self) -> bool {
-        T::MAY_CONTAIN_GC
-    }
-
-    #[inline]
-    fn __vtable(_: &Self) -> &'static VTable {
+    unsafe fn __vtable(_: *const Self) -> &'static VTable {
         &SliceKind::<T>::VTABLE
     }
 }
 
 // SAFETY: a `str` owns no pointer: never a candidate, never traced.
 unsafe impl Pointee for str {
-    #[inline]
-    fn __candidate(_: &Self) -> bool {
-        false
-    }
+    const __CANDIDATE: bool = false;
 
-    fn __vtable(_: &Self) -> &'static VTable {
+    unsafe fn __vtable(_: *const Self) -> &'static VTable {
         // Never called: only candidates have an `Object`.
         &SliceKind::<u8>::VTABLE
     }
+}
+
+/// The concrete type's operations, through a trait object's vtable (for
+/// [`dyn_trace!`](crate::dyn_trace)).
+///
+/// # Safety
+/// As for [`Pointee::__vtable`].
+#[doc(hidden)]
+#[inline]
+pub unsafe fn __dyn_vtable<U: ?Sized + DynTrace>(value: *const U) -> &'static VTable {
+    // SAFETY: the value is alive or completely dropped, and no `&mut` to it
+    // exists (not in the middle of its drop); only the vtable is used.
+    unsafe { (*value).__dyn_vtable() }
 }
 
 mod sealed {
@@ -134,8 +146,6 @@ pub trait DynTrace: sealed::Sealed {
     #[doc(hidden)]
     fn __dyn_trace(&self, tracer: &mut Tracer<'_>);
     #[doc(hidden)]
-    fn __dyn_candidate(&self) -> bool;
-    #[doc(hidden)]
     fn __dyn_vtable(&self) -> &'static VTable;
 }
 
@@ -143,11 +153,6 @@ impl<T: Trace> DynTrace for T {
     #[inline]
     fn __dyn_trace(&self, tracer: &mut Tracer<'_>) {
         self.trace(tracer)
-    }
-
-    #[inline]
-    fn __dyn_candidate(&self) -> bool {
-        T::MAY_CONTAIN_GC
     }
 
     #[inline]
@@ -178,14 +183,15 @@ macro_rules! dyn_trace {
                 $crate::unsize::DynTrace::__dyn_trace(self, tracer)
             }
         }
-        // SAFETY: both answers come from the concrete type, through the
-        // trait object's vtable.
+        // SAFETY: candidacy is read from the object, the operations come
+        // from the concrete type through the trait object's vtable.
         unsafe impl $crate::unsize::Pointee for dyn $trait {
-            fn __candidate(value: &Self) -> bool {
-                $crate::unsize::DynTrace::__dyn_candidate(value)
-            }
-            fn __vtable(value: &Self) -> &'static $crate::unsize::VTable {
-                $crate::unsize::DynTrace::__dyn_vtable(value)
+            const __CANDIDATE: bool = true;
+            const __DYNAMIC: bool = true;
+            #[allow(unsafe_code)]
+            unsafe fn __vtable(value: *const Self) -> &'static $crate::unsize::VTable {
+                // SAFETY: forwarded.
+                unsafe { $crate::unsize::__dyn_vtable(value) }
             }
         }
         // SAFETY: the `Pointee` impl above forwards to `DynTrace`.

@@ -405,3 +405,67 @@ fn implicit_coercion_on_nightly() {
     recycler::collect();
     assert_eq!(recycler::stats().live, live);
 }
+
+/// Holds handles to itself, which its destructor uses while the value is
+/// being dropped.
+#[derive(Trace)]
+struct SelfRef {
+    me: RefCell<Option<recycler::Weak<dyn Shape>>>,
+    strong: RefCell<Option<Gc<dyn Shape>>>,
+    saw_dead: Cell<bool>,
+}
+
+impl Shape for SelfRef {
+    fn id(&self) -> usize {
+        0
+    }
+}
+
+impl Drop for SelfRef {
+    fn drop(&mut self) {
+        if let Some(me) = self.strong.borrow().as_ref() {
+            self.saw_dead.set(Gc::try_deref(me).is_none());
+            SAW_DEAD.with(|s| s.set(self.saw_dead.get()));
+        }
+        if let Some(me) = self.me.borrow().as_ref() {
+            assert!(me.upgrade().is_none());
+        }
+    }
+}
+
+#[test]
+fn handles_to_itself_dropped_inside_its_own_drop() {
+    let live = recycler::stats().live;
+    // Freed by counting: its own weak handle goes while the value drops.
+    let a = Gc::new(SelfRef {
+        me: RefCell::new(None),
+        strong: RefCell::new(None),
+        saw_dead: Cell::new(false),
+    });
+    let a: Gc<dyn Shape> = coerce!(a => dyn Shape);
+    let weak = Gc::downgrade(&a);
+    let keeper = Gc::as_ptr(&a) as *const SelfRef;
+    // SAFETY: `a` was made from a `SelfRef` and is alive here.
+    unsafe { &*keeper }.me.replace(Some(weak));
+    drop(a);
+    // Freed by the collector: a self-cycle through a trait object, whose
+    // destructor sees its own handle dead.
+    let b = Gc::new(SelfRef {
+        me: RefCell::new(None),
+        strong: RefCell::new(None),
+        saw_dead: Cell::new(false),
+    });
+    let b: Gc<dyn Shape> = coerce!(b => dyn Shape);
+    let inner = Gc::as_ptr(&b) as *const SelfRef;
+    // SAFETY: as above.
+    unsafe { &*inner }.strong.replace(Some(b.clone()));
+    unsafe { &*inner }.me.replace(Some(Gc::downgrade(&b)));
+    drop(b);
+    recycler::collect();
+    assert_eq!(recycler::stats().live, live);
+    assert!(SAW_DEAD.with(Cell::get));
+}
+
+thread_local! {
+    static SAW_DEAD: Cell<bool> = const { Cell::new(false) };
+}
