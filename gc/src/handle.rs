@@ -29,10 +29,25 @@ pub(crate) struct Strong<T: ?Sized + Pointee, const COLLECT: bool> {
     _owns: PhantomData<RcBox<T>>,
 }
 
-/// Owns one weak count, or nothing (`Weak::new`, dangling).
+/// Owns one weak count, or nothing (`Weak::new`: a dangling pointer at
+/// address `usize::MAX`, never dereferenced, which no allocation can have).
+/// A bare pointer rather than an `Option` so that it can unsize
+/// (`CoerceUnsized`), as `std::rc::Weak` does.
 pub(crate) struct WeakRef<T: ?Sized + Pointee, const COLLECT: bool> {
-    ptr: Option<NonNull<RcBox<T>>>,
+    raw: NonNull<RcBox<T>>,
 }
+
+#[cfg(feature = "nightly")]
+impl<T, U, const COLLECT: bool> core::ops::CoerceUnsized<WeakRef<U, COLLECT>>
+    for WeakRef<T, COLLECT>
+where
+    T: ?Sized + Pointee + core::marker::Unsize<U>,
+    U: ?Sized + CoerceTarget,
+{
+}
+
+/// The address of `WeakRef::new()`.
+const DANGLING: usize = usize::MAX;
 
 #[cfg(feature = "nightly")]
 impl<T, U, const COLLECT: bool> core::ops::CoerceUnsized<Strong<U, COLLECT>> for Strong<T, COLLECT>
@@ -87,10 +102,18 @@ impl<T: Trace, const COLLECT: bool> WeakRef<T, COLLECT> {
         unsize: impl FnOnce(*const T) -> *const U,
     ) -> WeakRef<U, COLLECT> {
         let this = core::mem::ManuallyDrop::new(self);
-        WeakRef {
+        let raw = match this.ptr() {
             // SAFETY: forwarded; the weak count moves to the new handle.
-            ptr: this.ptr.map(|p| unsafe { coerce_ptr(p, unsize) }),
-        }
+            Some(p) => unsafe { coerce_ptr(p, unsize) },
+            None => {
+                // The same dangling address, with `U`'s metadata; `unsize`
+                // only casts it.
+                let value = unsize(this.raw.as_ptr() as *const T);
+                // SAFETY: the address is `DANGLING`, not null.
+                unsafe { NonNull::new_unchecked(value as *const RcBox<U> as *mut RcBox<U>) }
+            }
+        };
+        WeakRef { raw }
     }
 }
 
@@ -151,7 +174,7 @@ impl<T: Trace + 'static, const COLLECT: bool> Strong<T, COLLECT> {
             // gets its own.
             // SAFETY: the counts are initialised and live.
             unsafe { header::counts(ptr) }.inc_weak();
-            let weak = WeakRef { ptr: Some(ptr) };
+            let weak = WeakRef { raw: ptr };
             init(&weak)
         }))
     }
@@ -267,9 +290,7 @@ impl<T: ?Sized + Pointee, const COLLECT: bool> Strong<T, COLLECT> {
 
     pub(crate) fn downgrade(&self) -> WeakRef<T, COLLECT> {
         self.counts().inc_weak();
-        WeakRef {
-            ptr: Some(self.ptr),
-        }
+        WeakRef { raw: self.ptr }
     }
 }
 
@@ -321,14 +342,25 @@ fn dead() -> ! {
 
 impl<T: Trace, const COLLECT: bool> WeakRef<T, COLLECT> {
     pub(crate) const fn new() -> Self {
-        WeakRef { ptr: None }
+        // SAFETY: `DANGLING` is not null; the pointer is never dereferenced.
+        WeakRef {
+            raw: unsafe {
+                NonNull::new_unchecked(core::ptr::null_mut::<u8>().wrapping_add(DANGLING).cast())
+            },
+        }
     }
 }
 
 impl<T: ?Sized + Pointee, const COLLECT: bool> WeakRef<T, COLLECT> {
+    /// The object, or `None` for `WeakRef::new()`.
+    #[inline]
+    fn ptr(&self) -> Option<NonNull<RcBox<T>>> {
+        (self.raw.as_ptr() as *const u8 as usize != DANGLING).then_some(self.raw)
+    }
+
     fn counts(&self) -> Option<&Counts> {
         // SAFETY: a weak handle keeps the allocation live.
-        self.ptr.map(|p| unsafe { header::counts(p) })
+        self.ptr().map(|p| unsafe { header::counts(p) })
     }
 
     /// Whether the collector dropped the value (only candidates).
@@ -339,7 +371,7 @@ impl<T: ?Sized + Pointee, const COLLECT: bool> WeakRef<T, COLLECT> {
     }
 
     pub(crate) fn upgrade(&self) -> Option<Strong<T, COLLECT>> {
-        let ptr = self.ptr?;
+        let ptr = self.ptr()?;
         // SAFETY: a weak handle keeps the allocation live.
         let c = unsafe { header::counts(ptr) };
         if c.strong() == 0 || self.is_dead(ptr) {
@@ -350,7 +382,7 @@ impl<T: ?Sized + Pointee, const COLLECT: bool> WeakRef<T, COLLECT> {
     }
 
     pub(crate) fn strong_count(&self) -> usize {
-        match self.ptr {
+        match self.ptr() {
             Some(ptr) if !self.is_dead(ptr) => {
                 // SAFETY: a weak handle keeps the allocation live.
                 unsafe { header::counts(ptr) }.strong()
@@ -369,14 +401,14 @@ impl<T: ?Sized + Pointee, const COLLECT: bool> WeakRef<T, COLLECT> {
     }
 
     pub(crate) fn ptr_eq(&self, other: &Self) -> bool {
-        match (self.ptr, other.ptr) {
+        match (self.ptr(), other.ptr()) {
             (Some(a), Some(b)) => core::ptr::addr_eq(a.as_ptr(), b.as_ptr()),
             (a, b) => a.is_none() && b.is_none(),
         }
     }
 
     pub(crate) fn as_ptr(&self) -> Option<*const T> {
-        self.ptr.map(header::value_ptr)
+        self.ptr().map(header::value_ptr)
     }
 }
 
@@ -385,13 +417,13 @@ impl<T: ?Sized + Pointee, const COLLECT: bool> Clone for WeakRef<T, COLLECT> {
         if let Some(c) = self.counts() {
             c.inc_weak();
         }
-        WeakRef { ptr: self.ptr }
+        WeakRef { raw: self.raw }
     }
 }
 
 impl<T: ?Sized + Pointee, const COLLECT: bool> Drop for WeakRef<T, COLLECT> {
     fn drop(&mut self) {
-        if let Some(p) = self.ptr {
+        if let Some(p) = self.ptr() {
             // SAFETY: this handle owns one weak count; the strong side holds
             // its own until the value is gone, so if this was the last one the
             // value is dropped and the memory may go.

@@ -30,6 +30,14 @@ macro_rules! define_pointer {
         {
         }
 
+        #[cfg(feature = "nightly")]
+        impl<T, U> core::ops::CoerceUnsized<$Weak<U>> for $Weak<T>
+        where
+            T: ?Sized + Pointee + core::marker::Unsize<U>,
+            U: ?Sized + $crate::unsize::CoerceTarget,
+        {
+        }
+
         impl<T: Trace> $crate::unsize::Coerce for $Strong<T> {
             type Value = T;
             type Output<U: ?Sized + $crate::unsize::CoerceTarget> = $Strong<U>;

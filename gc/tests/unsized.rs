@@ -397,6 +397,16 @@ fn implicit_coercion_on_nightly() {
     });
     let w = Gc::downgrade(&c);
     drop(c);
+    let never: recycler::Weak<dyn Shape> = recycler::Weak::<Dot>::new();
+    assert!(never.upgrade().is_none());
+    let g = Gc::new(Dot {
+        tag: Tag(next_id()),
+    });
+    let gw: recycler::Weak<Dot> = Gc::downgrade(&g);
+    let gw: recycler::Weak<dyn Shape> = gw;
+    assert_eq!(gw.upgrade().unwrap().id(), g.tag.0);
+    drop(g);
+    assert!(gw.upgrade().is_none());
     assert!(w.upgrade().is_none());
     let r: Rc<dyn Shape> = Rc::new(Dot {
         tag: Tag(next_id()),
