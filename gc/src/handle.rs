@@ -70,7 +70,8 @@ unsafe fn coerce_ptr<T: Trace, U: ?Sized + CoerceTarget>(
     debug_assert!(core::ptr::addr_eq(unsized_value, value));
     // The value's offset in the box; `RcBox<U>` puts it at the same place,
     // since the dynamic type of `U` is `T`.
-    let offset = value as *const u8 as usize - ptr.as_ptr() as *const u8 as usize;
+    // SAFETY: both point into the same allocation.
+    let offset = unsafe { value.byte_offset_from(ptr.as_ptr()) } as usize;
     let boxed = (unsized_value as *const RcBox<U>).wrapping_byte_sub(offset) as *mut RcBox<U>;
     // SAFETY: `boxed` is `ptr` (non-null) with `U`'s metadata, and keeps the
     // provenance of `ptr`, from which `value` was derived.

@@ -435,9 +435,14 @@ pub(crate) unsafe fn release_weak<T: ?Sized + Pointee>(ptr: NonNull<RcBox<T>>, h
 /// Nothing references the object any more, its value is dropped or was
 /// never written, and `has_meta` is the kind it was allocated with.
 unsafe fn dealloc<T: ?Sized + Pointee>(ptr: NonNull<RcBox<T>>, has_meta: bool) {
-    // SAFETY: the allocation is live until the `dealloc` below; the layout
-    // reads only the pointer's metadata (size and alignment).
-    let inner = Layout::for_value(unsafe { &*ptr.as_ptr() });
+    // SAFETY: the allocation is live until the `dealloc` below.
+    let value = unsafe { T::__layout(value_ptr(ptr)) };
+    // `RcBox<T>` is `repr(C)`: the counts, then the value.
+    let inner = match Layout::new::<Counts>().extend(value) {
+        Ok((inner, _)) => inner.pad_to_align(),
+        // It was allocated with this layout.
+        Err(_) => unreachable!(),
+    };
     let (layout, offset) = if has_meta {
         let offset = prefix(inner.align(), T::__PREFIX_WORDS);
         // SAFETY: the allocation was made with this size and alignment.

@@ -53,6 +53,8 @@
 //! a slice, a static per element type, with the length stored in the
 //! object's header.
 
+use core::alloc::Layout;
+
 pub use crate::header::VTable;
 use crate::header::{Kind, SliceKind};
 use crate::trace::{Trace, Tracer};
@@ -86,6 +88,15 @@ pub unsafe trait Pointee: Trace {
     /// completely dropped, never in the middle of its drop.
     #[doc(hidden)]
     unsafe fn __vtable(value: *const Self) -> &'static VTable;
+
+    /// The value's layout, without a reference to it for sized types,
+    /// slices and `str` (their value may be uninitialised or dropped).
+    ///
+    /// # Safety
+    /// As for [`Pointee::__vtable`]; for a trait object, the value is alive
+    /// or completely dropped.
+    #[doc(hidden)]
+    unsafe fn __layout(value: *const Self) -> Layout;
 }
 
 // SAFETY: a sized type is its own dynamic type.
@@ -95,6 +106,11 @@ unsafe impl<T: Trace> Pointee for T {
     #[inline]
     unsafe fn __vtable(_: *const Self) -> &'static VTable {
         &Kind::<T>::VTABLE
+    }
+
+    #[inline]
+    unsafe fn __layout(_: *const Self) -> Layout {
+        Layout::new::<T>()
     }
 }
 
@@ -108,6 +124,12 @@ unsafe impl<T: Trace> Pointee for [T] {
     unsafe fn __vtable(_: *const Self) -> &'static VTable {
         &SliceKind::<T>::VTABLE
     }
+
+    #[inline]
+    unsafe fn __layout(value: *const Self) -> Layout {
+        // The allocation that holds it had this layout: it cannot overflow.
+        Layout::array::<T>(value.len()).unwrap_or_else(|_| unreachable!())
+    }
 }
 
 // SAFETY: a `str` owns no pointer: never a candidate, never traced.
@@ -117,6 +139,12 @@ unsafe impl Pointee for str {
     unsafe fn __vtable(_: *const Self) -> &'static VTable {
         // Never called: only candidates have an `Object`.
         &SliceKind::<u8>::VTABLE
+    }
+
+    #[inline]
+    unsafe fn __layout(value: *const Self) -> Layout {
+        // SAFETY: forwarded (a `str` is laid out as its bytes).
+        unsafe { <[u8] as Pointee>::__layout(value as *const [u8]) }
     }
 }
 
@@ -192,6 +220,12 @@ macro_rules! dyn_trace {
             unsafe fn __vtable(value: *const Self) -> &'static $crate::unsize::VTable {
                 // SAFETY: forwarded.
                 unsafe { $crate::unsize::__dyn_vtable(value) }
+            }
+            #[allow(unsafe_code)]
+            unsafe fn __layout(value: *const Self) -> ::core::alloc::Layout {
+                // SAFETY: forwarded: the value is alive or completely
+                // dropped; only the vtable is read.
+                ::core::alloc::Layout::for_value(unsafe { &*value })
             }
         }
         // SAFETY: the `Pointee` impl above forwards to `DynTrace`.
