@@ -13,9 +13,10 @@
 //! `std::rc`'s), so each entry is a pointer plus the monomorphised function
 //! that finishes it: a leaf's typed pointer and `finish_leaf::<T>`, or a
 //! candidate's [`Object`] and `finish_object`. The stack is a `Vec` whose
-//! capacity is kept between drains; a queued object's own memory is not used
-//! for the link because a leaf has no spare word (its strong count must keep
-//! reading zero for `Weak::upgrade`, its weak count keeps counting).
+//! capacity (up to 1024 entries) is kept between drains. A queued object's
+//! own memory cannot hold the link: a leaf has no spare word (its strong
+//! count must keep reading zero for `Weak::upgrade`, its weak count keeps
+//! counting, and the rest is the value, still to be dropped).
 //!
 //! A panic in a value's `Drop` is caught by the drainer, which keeps freeing
 //! the rest of the stack and re-raises the first panic at the end; the object
@@ -89,6 +90,17 @@ impl Queue {
         unsafe { (*self.pending.get()).pop() }
     }
 
+    /// Gives back the memory of an unusually long queue (a value that owned
+    /// a million handles), keeping enough for ordinary nesting.
+    fn trim(&self) {
+        const KEEP: usize = 1024;
+        // SAFETY: see `pending`.
+        let pending = unsafe { &mut *self.pending.get() };
+        if pending.capacity() > KEEP {
+            pending.shrink_to(KEEP);
+        }
+    }
+
     /// Frees every queued object, one `catch_unwind` for the whole run
     /// (resumed at the next object after a panic); returns the first panic.
     fn drain(&self) -> Option<Box<dyn std::any::Any + Send>> {
@@ -101,7 +113,10 @@ impl Queue {
                 }
             }));
             match run {
-                Ok(()) => return first_panic,
+                Ok(()) => {
+                    self.trim();
+                    return first_panic;
+                }
                 Err(payload) => {
                     first_panic.get_or_insert(payload);
                 }

@@ -14,7 +14,9 @@ define_pointer! {
     /// ([`Trace::MAY_CONTAIN_GC`]) is dropped and the count stays above zero,
     /// the object is remembered as a possible cycle root; the thread's
     /// collector (see [`crate::collect`] and [`crate::Policy`]) later finds and frees the cycles
-    /// among them. `Gc` is one machine word, `!Send` and `!Sync`.
+    /// among them. `Gc<T>` is one machine word for a sized `T` (two for
+    /// `str`, slices and trait objects, see [`crate::unsize`]), `!Send` and
+    /// `!Sync`.
     ///
     /// A handle can outlive its object only in one case: a destructor that
     /// runs while the collector frees a cycle stores a clone of a member
