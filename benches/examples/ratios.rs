@@ -6,7 +6,7 @@
 //! on a quiet machine.
 //!
 //! ```sh
-//! cargo run --release -p benches --example ratios -- [ROUNDS]
+//! cargo run --release -p benches --example ratios -- [ROUNDS] [WORKLOAD SUBSTRING]
 //! ```
 
 use std::hint::black_box;
@@ -86,12 +86,16 @@ fn main() {
         .nth(1)
         .and_then(|a| a.parse().ok())
         .unwrap_or(15);
+    let only = std::env::args().nth(2).unwrap_or_default();
     let mut std_rc = State::<StdRc>::new();
     let mut gc = State::<RecyclerGcDefault>::new();
     let mut rc = State::<RecyclerRc>::new();
     println!("| workload (fastest of {rounds}) | std Rc | recycler Gc | recycler Rc |");
     println!("|---|---:|---:|---:|");
     for (w, name) in WORKLOADS.iter().enumerate() {
+        if !name.contains(only.as_str()) {
+            continue;
+        }
         let mut best = [Duration::MAX; 3];
         for round in 0..rounds {
             for k in 0..3 {

@@ -18,7 +18,7 @@ use core::ptr::NonNull;
 
 use crate::collector;
 use crate::header::{
-    self, Counts, Header, Kind, Object, RcBox, SliceKind, BUFFERED, DEAD, IN_GRAPH,
+    self, Counts, Header, Kind, Object, RcBox, SliceKind, BUFFERED, DEAD, IN_GRAPH, OLD,
 };
 use crate::trace::Trace;
 use crate::unsize::{CoerceTarget, Pointee};
@@ -310,20 +310,23 @@ impl<T: ?Sized + Pointee, const COLLECT: bool> Drop for Strong<T, COLLECT> {
         let strong = counts.strong() - 1;
         counts.set_strong(strong);
         if strong == 0 {
-            if self.candidate() {
+            let candidate = self.candidate();
+            if candidate && self.header().flags() & (BUFFERED | OLD | DEAD) != 0 {
+                // Buffered, old or dead: the collector's bookkeeping first.
                 // SAFETY: this handle was the last strong reference.
                 unsafe { collector::release(self.object()) };
             } else {
                 collector::on_free_by_rc();
                 if core::mem::needs_drop::<T>() {
-                    // SAFETY: strong is zero, the value alive (leaves are
-                    // never killed by the collector) and this handle was the
-                    // last strong reference; a leaf is in no buffer or graph.
-                    unsafe { crate::drop_queue::free_leaf(self.ptr) }
+                    // SAFETY: strong is zero, the value alive (not DEAD) and
+                    // this handle was the last strong reference; the object
+                    // is in no buffer (not BUFFERED) and no graph (a graph
+                    // only exists while its objects have handles).
+                    unsafe { crate::drop_queue::free_typed(self.ptr, candidate) }
                 } else {
                     // SAFETY: nothing to drop; release the strong side's weak
                     // reference.
-                    unsafe { header::release_weak(self.ptr, false) }
+                    unsafe { header::release_weak(self.ptr, candidate) }
                 }
             }
         } else if self.candidate() && self.header().flags() & (BUFFERED | DEAD | IN_GRAPH) == 0 {

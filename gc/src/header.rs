@@ -279,7 +279,7 @@ impl<T: Trace> Kind<T> {
     const CANDIDATE: (Layout, usize) = Self::layout(true);
 
     #[inline]
-    const fn layout_of(has_meta: bool) -> (Layout, usize) {
+    pub(crate) const fn layout_of(has_meta: bool) -> (Layout, usize) {
         if has_meta {
             Self::CANDIDATE
         } else {
@@ -434,27 +434,33 @@ pub(crate) unsafe fn release_weak<T: ?Sized + Pointee>(ptr: NonNull<RcBox<T>>, h
 /// # Safety
 /// Nothing references the object any more, its value is dropped or was
 /// never written, and `has_meta` is the kind it was allocated with.
+#[inline]
 unsafe fn dealloc<T: ?Sized + Pointee>(ptr: NonNull<RcBox<T>>, has_meta: bool) {
     // SAFETY: the allocation is live until the `dealloc` below.
-    let value = unsafe { T::__layout(value_ptr(ptr)) };
+    let (layout, offset) = unsafe { T::__box_layout(value_ptr(ptr), has_meta) };
+    // SAFETY: it was allocated by the global allocator with `layout`,
+    // `offset` bytes before the counts.
+    unsafe { std::alloc::dealloc(ptr.cast::<u8>().as_ptr().sub(offset), layout) }
+}
+
+/// The layout of an allocation whose value has layout `value`, and the
+/// offset of the counts in it (see [`crate::unsize::Pointee::__box_layout`]).
+pub(crate) fn box_layout(value: Layout, has_meta: bool, prefix_words: usize) -> (Layout, usize) {
     // `RcBox<T>` is `repr(C)`: the counts, then the value.
     let inner = match Layout::new::<Counts>().extend(value) {
         Ok((inner, _)) => inner.pad_to_align(),
         // It was allocated with this layout.
         Err(_) => unreachable!(),
     };
-    let (layout, offset) = if has_meta {
-        let offset = prefix(inner.align(), T::__PREFIX_WORDS);
+    if has_meta {
+        let offset = prefix(inner.align(), prefix_words);
         // SAFETY: the allocation was made with this size and alignment.
         let layout =
             unsafe { Layout::from_size_align_unchecked(inner.size() + offset, inner.align()) };
         (layout, offset)
     } else {
         (inner, 0)
-    };
-    // SAFETY: it was allocated by the global allocator with `layout`,
-    // `offset` bytes before the counts.
-    unsafe { std::alloc::dealloc(ptr.cast::<u8>().as_ptr().sub(offset), layout) }
+    }
 }
 
 /// Drops the value and releases the strong side's weak reference.

@@ -97,6 +97,19 @@ pub unsafe trait Pointee: Trace {
     /// or completely dropped.
     #[doc(hidden)]
     unsafe fn __layout(value: *const Self) -> Layout;
+
+    /// The layout of the whole allocation and the offset of the counts in
+    /// it (constants for sized types).
+    ///
+    /// # Safety
+    /// As for [`Pointee::__layout`].
+    #[doc(hidden)]
+    #[inline]
+    unsafe fn __box_layout(value: *const Self, has_meta: bool) -> (Layout, usize) {
+        // SAFETY: forwarded.
+        let layout = unsafe { Self::__layout(value) };
+        crate::header::box_layout(layout, has_meta, Self::__PREFIX_WORDS)
+    }
 }
 
 // SAFETY: a sized type is its own dynamic type.
@@ -111,6 +124,11 @@ unsafe impl<T: Trace> Pointee for T {
     #[inline]
     unsafe fn __layout(_: *const Self) -> Layout {
         Layout::new::<T>()
+    }
+
+    #[inline]
+    unsafe fn __box_layout(_: *const Self, has_meta: bool) -> (Layout, usize) {
+        Kind::<T>::layout_of(has_meta)
     }
 }
 
