@@ -18,14 +18,19 @@
 //!
 //! Handles of both kinds point at the counts ([`RcBox`]), so clone, drop and
 //! deref are the same code; only a candidate has the `meta` word just before
-//! them (and, for values aligned above a word, padding before `meta`).
+//! them (and, for values aligned above a word, padding before `meta`). A
+//! candidate slice (`Gc<[T]>`) also keeps its length in the word before
+//! `meta`, for the collector.
 //!
 //! * `strong` counts handles. When it reaches zero the value is dropped (unless
 //!   the collector already did, see `DEAD`) and the implicit weak reference that
 //!   all strong handles share is released.
 //! * `weak` counts `Weak` handles plus one for all strong handles together, as
 //!   in `std::rc`. The memory is freed when it reaches zero, never earlier, so a
-//!   `Weak` or a buffered root never points to freed memory.
+//!   `Weak` or a buffered root never points to freed memory. Its top bit is set
+//!   at allocation on candidates: a trait-object handle (`Gc<dyn Trait>`)
+//!   cannot tell from its type whether the object has `meta`, and must not
+//!   look at the value to find out (it may be in the middle of its drop).
 //! * `meta` packs the flags below into its low 8 bits and a slot number into
 //!   the rest: the object's index in its roots buffer while `BUFFERED`, or its
 //!   node index in the collector's side graph while `IN_GRAPH` (the two never
