@@ -4,18 +4,27 @@
 //! See the [module documentation](super) for the soundness argument. In
 //! order, one collection:
 //!
-//! 1. **Drain** every thread's buffer. Each armed entry of a live object
-//!    becomes a *hold* (a strong reference owned by the collector) whose
-//!    resulting header word is the object's snapshot `W`.
+//! 1. **Drain** every thread's buffer (and, in a full collection, the old
+//!    roots). Each armed entry of a live object becomes a *hold* (a strong
+//!    reference owned by the collector) whose resulting header word is the
+//!    object's snapshot `W`. A minor collection does not drain the entries
+//!    of old objects: it moves them to the old roots, untouched.
 //! 2. **Trace** breadth-first from the roots. Each object is traced with its
 //!    cells locked (guards kept in a sink) and a hold is taken on every
 //!    newly seen target *before* the guards are released, so the collector
 //!    owns a strong reference to everything it has seen and never reads a
 //!    value whose last handle is being dropped or that someone has `&mut` to.
+//!    A minor collection does not enter old objects: an edge to one is not
+//!    an edge of the graph, and the old object's handle stays an external
+//!    reference in its target's count.
 //! 3. **Trial deletion** on private counts (`count(W) - 1` minus internal
 //!    edges); everything reachable from a node with a positive trial count,
 //!    a cell that could not be locked, or an inconsistent (negative) count is
-//!    live. The rest is the candidate garbage.
+//!    live. The rest is the candidate garbage. The live nodes are promoted
+//!    (unless a Nim16 trigger asked for this collection); after a minor
+//!    collection, each live node with a positive trial count is buffered
+//!    again as an old root, because the reference that kept it may come from
+//!    an old member of its own garbage cycle (the cross-generation rule).
 //! 4. **Validate each weakly connected component** of the candidate garbage:
 //!    lock all of its cells at once and re-trace it; with every lock held,
 //!    check that each member's snapshot count is exactly its internal
@@ -35,9 +44,30 @@ use super::prim::MutexGuard;
 use super::state::{global, push_root_quietly, Entry, Global};
 use crate::guards::GuardSink;
 use crate::trace::{Family, Tracer};
+use crate::Policy;
 
 /// No node / not a member of any component.
 const NONE: u32 = u32::MAX;
+
+/// Which collection to run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// From the young roots only, never entering old objects; the live
+    /// objects are promoted.
+    Minor,
+    /// From every root, entering everything; the live objects are promoted
+    /// if `promote` (not for Nim16, which has no generations).
+    Full { promote: bool },
+}
+
+impl Kind {
+    /// The full collection the calling thread's policy runs on `collect`.
+    pub(crate) fn full_for_this_thread() -> Kind {
+        Kind::Full {
+            promote: super::state::policy() != Policy::Nim16,
+        }
+    }
+}
 
 /// One object the collector holds.
 struct Node {
@@ -82,6 +112,8 @@ pub(crate) struct Work {
     members: Vec<u32>,
     bounds: Vec<u32>,
     doomed: Vec<u32>,
+    /// Entries bound for `Global::old_roots` (moved there in one step).
+    old_roots: Vec<Entry>,
 }
 
 // SAFETY: between collections every vector is empty (a collection that
@@ -155,6 +187,7 @@ impl Work {
         self.members.clear();
         self.bounds.clear();
         self.doomed.clear();
+        debug_assert!(self.old_roots.is_empty());
         // Keep the capacity for the next collection, but not for ever after
         // one huge collection.
         const KEEP: usize = 1 << 16;
@@ -167,6 +200,7 @@ impl Work {
 impl Drop for Work {
     /// Releases whatever holds remain (when a `Trace` impl panicked).
     fn drop(&mut self) {
+        flush_old_roots(global(), &mut self.old_roots);
         self.guards.clear();
         for i in 0..self.nodes.len() {
             self.release(i);
@@ -191,11 +225,23 @@ unsafe fn trace_into(
     tracer.kept_alive()
 }
 
+/// Moves `entries` to the old roots.
+fn flush_old_roots(global: &Global, entries: &mut Vec<Entry>) {
+    if entries.is_empty() {
+        return;
+    }
+    let mut old_roots = global.old_roots.lock();
+    old_roots.append(entries);
+    global
+        .old_roots_waiting
+        .store(old_roots.len() as u64, Relaxed);
+}
+
 /// Runs one collection if no other is running. Returns `(freed, traced)`.
-pub(crate) fn try_collect() -> Option<(usize, usize)> {
+pub(crate) fn try_collect(kind: Kind) -> Option<(usize, usize)> {
     let global = global();
     let lock = global.try_collector()?;
-    Some(run(global, lock))
+    Some(run(global, lock, kind))
 }
 
 /// Pacing for a thread whose garbage outruns a running collection: waits
@@ -204,7 +250,7 @@ pub(crate) fn try_collect() -> Option<(usize, usize)> {
 /// never deadlocks it), then collects the roots buffered meanwhile. Never
 /// waits when called from inside a collection (a destructor), nor under
 /// loom.
-pub(crate) fn collect_paced(patience: std::time::Duration) -> Option<(usize, usize)> {
+pub(crate) fn collect_paced(kind: Kind, patience: std::time::Duration) -> Option<(usize, usize)> {
     let global = global();
     #[cfg(not(loom))]
     let lock = if COLLECTING.with(core::cell::Cell::get) {
@@ -217,7 +263,7 @@ pub(crate) fn collect_paced(patience: std::time::Duration) -> Option<(usize, usi
         let _ = patience;
         global.try_collector()
     };
-    Some(run(global, lock?))
+    Some(run(global, lock?, kind))
 }
 
 #[cfg(not(loom))]
@@ -228,7 +274,7 @@ std::thread_local! {
 }
 
 /// One collection under `lock`.
-fn run(global: &Global, mut lock: MutexGuard<'_, Work>) -> (usize, usize) {
+fn run(global: &Global, mut lock: MutexGuard<'_, Work>, kind: Kind) -> (usize, usize) {
     /// Clears the in-collection flag, also when unwinding.
     struct Collecting;
     impl Drop for Collecting {
@@ -243,7 +289,7 @@ fn run(global: &Global, mut lock: MutexGuard<'_, Work>) -> (usize, usize) {
     // Taken out so that a panic (a `Trace` impl or a destructor) drops it
     // with its holds released, and the lock keeps only empty buffers.
     let mut work = core::mem::take(&mut *lock);
-    let result = collect_locked(global, &mut work);
+    let result = collect_locked(global, &mut work, kind);
     work.finish();
     *lock = work;
     drop(lock);
@@ -258,13 +304,25 @@ fn run(global: &Global, mut lock: MutexGuard<'_, Work>) -> (usize, usize) {
 type Panic = Option<Box<dyn core::any::Any + Send>>;
 
 /// One collection; the caller holds the collector lock.
-fn collect_locked(global: &Global, w: &mut Work) -> (usize, usize, Panic) {
+fn collect_locked(global: &Global, w: &mut Work, kind: Kind) -> (usize, usize, Panic) {
     let start = std::time::Instant::now();
+    let minor = kind == Kind::Minor;
+    let promote = kind != Kind::Full { promote: false };
 
-    // 1. Drain.
+    // 1. Drain (a minor collection leaves the old objects' entries alone).
     global.drain_all(&mut w.entries);
+    if !minor {
+        w.entries.append(&mut global.old_roots.lock());
+        global.old_roots_waiting.store(0, Relaxed);
+    }
     let mut entries = core::mem::take(&mut w.entries);
     for Entry(header) in entries.drain(..) {
+        // SAFETY: the entry's `BUFFERED` bit keeps the header alive, and we
+        // hold the collector lock.
+        if minor && unsafe { header.as_ref().generation.is_old() } {
+            w.old_roots.push(Entry(header));
+            continue;
+        }
         // SAFETY: we own the entry.
         if let Drained::Held(word) = unsafe { Header::drain(header) } {
             if w.add(header, word).is_none() {
@@ -280,6 +338,7 @@ fn collect_locked(global: &Global, w: &mut Work) -> (usize, usize, Panic) {
         }
     }
     w.entries = entries;
+    flush_old_roots(global, &mut w.old_roots);
 
     // 2. Trace, holding every target before the source's cells unlock.
     let mut i = 0;
@@ -295,6 +354,10 @@ fn collect_locked(global: &Global, w: &mut Work) -> (usize, usize, Panic) {
             // (locked cell or held object), so the header is alive.
             let j = match unsafe { w.lookup(target) } {
                 Some(j) => j,
+                // A minor collection does not enter old objects: the edge's
+                // handle stays an external reference of its target.
+                // SAFETY: as above, and we hold the collector lock.
+                None if minor && unsafe { target.as_ref().generation.is_old() } => continue,
                 // SAFETY: as above.
                 None => match unsafe { target.as_ref() }.hold() {
                     Some(word) => match w.add(target, word) {
@@ -349,6 +412,11 @@ fn collect_locked(global: &Global, w: &mut Work) -> (usize, usize, Panic) {
             }
         }
     }
+    let promoted = if promote {
+        promote_live(global, w, minor)
+    } else {
+        0
+    };
 
     // 4. Components of the candidate garbage (union-find), grouped without
     //    hashing, then validated one by one.
@@ -445,6 +513,15 @@ fn collect_locked(global: &Global, w: &mut Work) -> (usize, usize, Panic) {
     }
     let freed = w.doomed.len();
     global.freed_by_collector.fetch_add(freed as u64, Relaxed);
+    if !minor {
+        let old_freed = w.doomed.iter().filter(|&&m| {
+            // SAFETY: held; collector lock held.
+            unsafe { w.nodes[m as usize].header.as_ref().generation.is_old() }
+        });
+        global
+            .old_freed_by_collector
+            .fetch_add(old_freed.count() as u64, Relaxed);
+    }
     for k in 0..w.doomed.len() {
         let m = w.doomed[k] as usize;
         w.release(m);
@@ -457,14 +534,61 @@ fn collect_locked(global: &Global, w: &mut Work) -> (usize, usize, Panic) {
     }
 
     let pause = start.elapsed().as_nanos() as u64;
-    global.collections.fetch_add(1, Relaxed);
     global.nodes_traced.fetch_add(traced as u64, Relaxed);
-    global
-        .last_live_traced
-        .store((traced - freed) as u64, Relaxed);
+    global.promoted.fetch_add(promoted as u64, Relaxed);
+    if minor {
+        global.minor_collections.fetch_add(1, Relaxed);
+        global
+            .promoted_since_full
+            .fetch_add(promoted as u64, Relaxed);
+    } else {
+        global.promoted_since_full.store(0, Relaxed);
+        global.old_at_full.store(global.old_objects(), Relaxed);
+    }
+    // The live objects traced for the first time are the wasted work the
+    // next collection must pay for (the old ones are amortised by the full
+    // trigger); without generations, every live object traced.
+    let wasted = if promote { promoted } else { traced - freed };
+    global.last_live_traced.store(wasted as u64, Relaxed);
+    // Last: the per-thread triggers restart when they see a new epoch.
+    global.collections.fetch_add(1, Relaxed);
     global.total_pause_ns.fetch_add(pause, Relaxed);
     global.max_pause_ns.fetch_max(pause, Relaxed);
     (freed, traced, panic)
+}
+
+/// Promotes the live nodes (except those a cell kept opaque or whose count
+/// was inconsistent: they were buffered again as young roots) and, after a
+/// minor collection, buffers again as old roots those with a positive trial
+/// count. Returns how many were promoted.
+///
+/// The cross-generation rule: a minor collection sees a reference from an
+/// old object as external, so a positive trial count does not prove the
+/// node live: the old object may belong to the node's own garbage cycle. The
+/// next full collection judges it (without the rule, a garbage cycle through
+/// both generations whose only buffered member was young would leave every
+/// buffer and leak for ever).
+fn promote_live(global: &Global, w: &mut Work, minor: bool) -> usize {
+    let mut promoted = 0;
+    for i in 0..w.nodes.len() {
+        let node = &w.nodes[i];
+        if !w.live[i] || node.kept || w.trial[i] < 0 {
+            continue;
+        }
+        // SAFETY: held; collector lock held.
+        let header = unsafe { node.header.as_ref() };
+        // SAFETY: as above.
+        if !unsafe { header.generation.is_old() } {
+            // SAFETY: as above.
+            unsafe { header.generation.promote() };
+            promoted += 1;
+        }
+        if minor && w.trial[i] > 0 && header.rebuffer() {
+            w.old_roots.push(Entry(node.header));
+        }
+    }
+    flush_old_roots(global, &mut w.old_roots);
+    promoted
 }
 
 /// Buffers an object we hold again so a later collection retries it.

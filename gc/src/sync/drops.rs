@@ -84,7 +84,9 @@ unsafe fn drop_one(this: NonNull<Header>, old: u64) {
         }
     }
     let finish = Finish(this, old);
-    super::state::count_freed_by_rc();
+    // SAFETY: we performed the transition to zero (see `GraphSlot`).
+    let old_gen = unsafe { this.as_ref().generation.is_old() };
+    super::state::count_freed_by_rc(old_gen);
     // SAFETY: the count is zero and not doomed: nobody else can reach the value.
     unsafe { (this.as_ref().vtable.drop_value)(this) };
     drop(finish);

@@ -46,7 +46,7 @@ use core::mem::ManuallyDrop;
 use core::ptr::NonNull;
 use core::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
 
-use super::prim::{spin_wait, AtomicU64, AtomicUsize, DeadFlag};
+use super::prim::{spin_wait, AtomicU64, AtomicUsize, CollectorCell, DeadFlag};
 use crate::trace::Tracer;
 
 /// One strong reference.
@@ -97,9 +97,11 @@ pub(crate) struct Header {
     pub(crate) weak: AtomicUsize,
     pub(crate) vtable: &'static VTable,
     /// Collector-private: the object's node in the running collection's
-    /// graph (fits in the padding before `dead`, so the header stays 32 bytes).
+    /// graph and its generation (they fit in what would be padding, so the
+    /// header stays 32 bytes).
     pub(crate) slot: GraphSlot,
     pub(crate) dead: DeadFlag,
+    pub(crate) generation: Generation,
 }
 
 /// Where the running collection keeps an object's node index, so that
@@ -111,11 +113,15 @@ pub(crate) struct Header {
 /// earlier collection is harmless: the collector only believes it when the
 /// node at that index has this very header (see `collector.rs`), and distinct
 /// live objects have distinct addresses.
-pub(crate) struct GraphSlot(UnsafeCell<u32>);
+pub(crate) struct GraphSlot {
+    index: UnsafeCell<u32>,
+}
 
 impl GraphSlot {
     fn new() -> Self {
-        GraphSlot(UnsafeCell::new(u32::MAX))
+        GraphSlot {
+            index: UnsafeCell::new(u32::MAX),
+        }
     }
 
     /// The index recorded by a collection (possibly an earlier one).
@@ -125,7 +131,7 @@ impl GraphSlot {
     #[inline]
     pub(crate) unsafe fn get(&self) -> u32 {
         // SAFETY: only collector-lock holders access the cell (see type docs).
-        unsafe { *self.0.get() }
+        unsafe { *self.index.get() }
     }
 
     /// Records the object's node index.
@@ -135,13 +141,61 @@ impl GraphSlot {
     #[inline]
     pub(crate) unsafe fn set(&self, index: u32) {
         // SAFETY: only collector-lock holders access the cell (see type docs).
-        unsafe { *self.0.get() = index }
+        unsafe { *self.index.get() = index }
     }
 }
 
 // SAFETY: the cell is accessed only by the thread holding the collector
 // lock, whose mutex orders the accesses of successive collectors.
 unsafe impl Sync for GraphSlot {}
+
+/// The object's generation: whether a collection found it live and promoted
+/// it (collector-private, like [`GraphSlot`]).
+///
+/// Only the thread holding the collector lock writes it, and only while it
+/// holds the object; allocation writes the initial value before the object
+/// is published. Besides collectors, the one reader is the thread that
+/// performed the transition of the count to zero (to count old objects freed
+/// by counting): no collector can take a hold any more, and the last
+/// collector's write came before the release of its hold, which that
+/// transition acquires.
+pub(crate) struct Generation {
+    old: CollectorCell<bool>,
+}
+
+impl Generation {
+    fn new() -> Self {
+        Generation {
+            old: CollectorCell::new(false),
+        }
+    }
+
+    /// Whether a collection promoted the object to the old generation.
+    ///
+    /// # Safety
+    /// The header is alive and either the caller holds the collector lock,
+    /// or it performed the transition of the count to zero (see type docs).
+    #[inline]
+    pub(crate) unsafe fn is_old(&self) -> bool {
+        // SAFETY: forwarded (no concurrent `promote`, see type docs).
+        unsafe { self.old.get() }
+    }
+
+    /// Promotes the object to the old generation.
+    ///
+    /// # Safety
+    /// The caller holds the collector lock and a hold on the object.
+    #[inline]
+    pub(crate) unsafe fn promote(&self) {
+        // SAFETY: forwarded (see type docs).
+        unsafe { self.old.set(true) }
+    }
+}
+
+// SAFETY: the cell is written only by the thread holding the collector lock,
+// whose mutex orders the accesses of successive collectors; the one other
+// reader is ordered after the last write (see type docs).
+unsafe impl Sync for Generation {}
 
 /// An allocation: header followed by the value.
 #[repr(C)]
@@ -160,6 +214,7 @@ impl<T> Inner<T> {
                 vtable,
                 slot: GraphSlot::new(),
                 dead: DeadFlag::new(),
+                generation: Generation::new(),
             },
             value: UnsafeCell::new(ManuallyDrop::new(value)),
         });

@@ -180,18 +180,27 @@ use crate::{Policy, Stats};
 /// is collecting (or if called from a destructor running inside a
 /// collection): collections never wait for each other.
 pub fn collect() {
+    let kind = collector::Kind::full_for_this_thread();
     for _ in 0..8 {
-        match collector::try_collect() {
+        match collector::try_collect(kind) {
             Some((freed, _)) if freed > 0 => continue,
             _ => break,
         }
     }
 }
 
+/// Runs one minor collection now: from the young roots only, never entering
+/// old objects (see *Generations* in the module docs). Returns at once if
+/// another thread is collecting. Cycles that involve old objects wait for a
+/// full collection ([`collect`], or the Adaptive trigger).
+pub fn collect_minor() {
+    collector::try_collect(collector::Kind::Minor);
+}
+
 /// Process-wide statistics of the thread-safe pointers.
 ///
-/// `live`, `freed_by_rc` and `roots_buffered` sum over all threads (past and
-/// present); collections are all `full_collections` (no generations).
+/// `live`, `freed_by_rc`, `roots_buffered` (old roots included) and
+/// `old_objects` sum over all threads (past and present).
 pub fn stats() -> Stats {
     state::stats()
 }

@@ -108,7 +108,9 @@ macro_rules! shared_pointer {
                 // SAFETY: we moved the count from one to zero: the value is ours.
                 let value =
                     unsafe { core::mem::ManuallyDrop::take(&mut *(*ptr.as_ptr()).value.get()) };
-                $crate::sync::state::count_freed_by_rc();
+                // SAFETY: we performed the transition to zero (see `GraphSlot`).
+                let old_gen = unsafe { (*ptr.as_ptr()).header.generation.is_old() };
+                $crate::sync::state::count_freed_by_rc(old_gen);
                 // SAFETY: the value is gone and we performed the transition to zero.
                 unsafe { $crate::sync::header::Header::finish_value(ptr.cast(), old) };
                 Ok(value)

@@ -10,6 +10,8 @@
 //!   to the orphan list, which the next collection drains, and its counters
 //!   to the retired totals, both under the registry lock so that `stats`
 //!   (which reads under it) counts the thread exactly once.
+//! - The old roots (entries of old objects, which only a full collection
+//!   drains) wait in a list of their own, owned by the collector.
 //! - The collector mutex (which also keeps the collector's buffers) is
 //!   `try_lock`ed: one collection at a time, and a thread that finds one
 //!   running carries on — unless, under the Adaptive policy, it has
@@ -23,7 +25,7 @@ use core::sync::atomic::AtomicU64 as StatCounter;
 use core::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
-use super::collector::Work;
+use super::collector::{Kind, Work};
 use super::header::Header;
 use super::prim::{thread_local, Mutex, MutexGuard};
 use crate::{Policy, Stats};
@@ -45,11 +47,20 @@ const NIM_FLOOR: usize = 16;
 /// little is live.
 const ADAPTIVE_MIN: usize = 1024;
 
+/// A full collection is due under Adaptive once the objects promoted since
+/// the last one, or the old roots waiting, exceed `1 / FULL_DIVISOR` of the
+/// old objects counted at the last full collection (CPython's rule, as the
+/// single-threaded collector's default `full_fraction` of 0.25), and at least
+/// [`ADAPTIVE_MIN`].
+const FULL_DIVISOR: u64 = 4;
+
 /// Counters a thread writes alone (statistics are sums over threads).
 #[derive(Default)]
 struct Counters {
     allocated: StatCounter,
     freed_by_rc: StatCounter,
+    /// Of `freed_by_rc`, the old objects.
+    old_freed_by_rc: StatCounter,
     roots_buffered: StatCounter,
 }
 
@@ -70,6 +81,12 @@ pub(crate) struct Slot {
 pub(crate) struct Global {
     registry: Mutex<Vec<Arc<Slot>>>,
     orphans: Mutex<Vec<Entry>>,
+    /// Entries of old objects, left by minor collections for the next full
+    /// one (also the young objects a minor collection could not prove live,
+    /// see `collector.rs`). Only collections touch it.
+    pub(crate) old_roots: Mutex<Vec<Entry>>,
+    /// `old_roots.len()`, for the mutators' full-collection trigger.
+    pub(crate) old_roots_waiting: StatCounter,
     /// One collection at a time; holds the collector's reusable buffers.
     collector_lock: Mutex<Work>,
     /// Counters of threads that exited (updated under the registry lock, so
@@ -77,12 +94,23 @@ pub(crate) struct Global {
     /// the collector counts.
     retired_allocated: StatCounter,
     retired_freed_by_rc: StatCounter,
+    retired_old_freed_by_rc: StatCounter,
     retired_roots: StatCounter,
     pub(crate) freed_by_collector: StatCounter,
+    /// Of `freed_by_collector`, the old objects.
+    pub(crate) old_freed_by_collector: StatCounter,
+    /// Minor plus full collections (the epoch of the per-thread triggers).
     pub(crate) collections: StatCounter,
+    pub(crate) minor_collections: StatCounter,
     pub(crate) nodes_traced: StatCounter,
-    /// Objects the last collection traced and found live (wasted work).
+    /// Objects the last collection traced and found live that were not
+    /// old already (its wasted work; what the next one may waste again).
     pub(crate) last_live_traced: StatCounter,
+    /// Objects ever promoted.
+    pub(crate) promoted: StatCounter,
+    pub(crate) promoted_since_full: StatCounter,
+    /// Old objects alive at the end of the last full collection.
+    pub(crate) old_at_full: StatCounter,
     pub(crate) total_pause_ns: StatCounter,
     pub(crate) max_pause_ns: StatCounter,
 }
@@ -92,14 +120,22 @@ impl Global {
         Global {
             registry: Mutex::new(Vec::new()),
             orphans: Mutex::new(Vec::new()),
+            old_roots: Mutex::new(Vec::new()),
+            old_roots_waiting: StatCounter::new(0),
             collector_lock: Mutex::new(Work::default()),
             retired_allocated: StatCounter::new(0),
             retired_freed_by_rc: StatCounter::new(0),
+            retired_old_freed_by_rc: StatCounter::new(0),
             retired_roots: StatCounter::new(0),
             freed_by_collector: StatCounter::new(0),
+            old_freed_by_collector: StatCounter::new(0),
             collections: StatCounter::new(0),
+            minor_collections: StatCounter::new(0),
             nodes_traced: StatCounter::new(0),
             last_live_traced: StatCounter::new(0),
+            promoted: StatCounter::new(0),
+            promoted_since_full: StatCounter::new(0),
+            old_at_full: StatCounter::new(0),
             total_pause_ns: StatCounter::new(0),
             max_pause_ns: StatCounter::new(0),
         }
@@ -112,6 +148,35 @@ impl Global {
         for slot in slots {
             into.append(&mut slot.entries.lock());
         }
+    }
+
+    /// Whether the Adaptive policy asks for a full collection now.
+    fn full_due(&self) -> bool {
+        let budget = (self.old_at_full.load(Relaxed) / FULL_DIVISOR).max(ADAPTIVE_MIN as u64);
+        // A minor collection re-buffers the live objects it could not prove
+        // as old roots, so most promotions also sit in the old roots: take
+        // the larger count rather than counting them twice.
+        let pending = self
+            .promoted_since_full
+            .load(Relaxed)
+            .max(self.old_roots_waiting.load(Relaxed));
+        pending > budget
+    }
+
+    /// Old objects alive now: promoted, minus those freed since (exact once
+    /// every thread's counters are read under the registry lock).
+    pub(crate) fn old_objects(&self) -> u64 {
+        let registry = self.registry.lock();
+        self.old_objects_locked(&registry)
+    }
+
+    fn old_objects_locked(&self, registry: &[Arc<Slot>]) -> u64 {
+        let mut freed =
+            self.retired_old_freed_by_rc.load(Relaxed) + self.old_freed_by_collector.load(Relaxed);
+        for slot in registry {
+            freed += slot.counters.old_freed_by_rc.load(Relaxed);
+        }
+        self.promoted.load(Relaxed).saturating_sub(freed)
     }
 
     /// The collector lock, if no collection is running.
@@ -217,6 +282,9 @@ impl Drop for Local {
             .retired_freed_by_rc
             .fetch_add(c.freed_by_rc.load(Relaxed), Relaxed);
         global
+            .retired_old_freed_by_rc
+            .fetch_add(c.old_freed_by_rc.load(Relaxed), Relaxed);
+        global
             .retired_roots
             .fetch_add(c.roots_buffered.load(Relaxed), Relaxed);
         registry.retain(|slot| !Arc::ptr_eq(slot, &self.slot));
@@ -237,13 +305,21 @@ pub(crate) fn count_allocated() {
     }
 }
 
-/// Counts a value freed because its count reached zero.
-pub(crate) fn count_freed_by_rc() {
-    if LOCAL
-        .try_with(|l| Counters::bump(&l.slot.counters.freed_by_rc))
-        .is_err()
-    {
-        global().retired_freed_by_rc.fetch_add(1, Relaxed);
+/// Counts a value freed because its count reached zero (`old`: it was in
+/// the old generation).
+pub(crate) fn count_freed_by_rc(old: bool) {
+    let counted = LOCAL.try_with(|l| {
+        Counters::bump(&l.slot.counters.freed_by_rc);
+        if old {
+            Counters::bump(&l.slot.counters.old_freed_by_rc);
+        }
+    });
+    if counted.is_err() {
+        let global = global();
+        global.retired_freed_by_rc.fetch_add(1, Relaxed);
+        if old {
+            global.retired_old_freed_by_rc.fetch_add(1, Relaxed);
+        }
     }
 }
 
@@ -259,10 +335,10 @@ const PATIENCE: core::time::Duration = core::time::Duration::from_millis(10);
 enum Due {
     No,
     /// Collect if no other thread is collecting.
-    Collect,
+    Collect(Kind),
     /// This thread's garbage is outrunning a running collection: wait for
     /// it (boundedly), then collect.
-    Pace,
+    Pace(Kind),
 }
 
 /// Pushes a new buffer entry and runs a collection if this thread's policy
@@ -283,7 +359,9 @@ pub(crate) fn push_root(entry: Entry) {
         Counters::bump(&l.slot.counters.roots_buffered);
         match l.policy.get() {
             Policy::Manual => Due::No,
-            Policy::Nim16 if len >= l.threshold.get() => Due::Collect,
+            Policy::Nim16 if len >= l.threshold.get() => {
+                Due::Collect(Kind::Full { promote: false })
+            }
             Policy::Nim16 => Due::No,
             Policy::Adaptive => {
                 // A collection by any thread drained this thread's roots
@@ -300,10 +378,17 @@ pub(crate) fn push_root(entry: Entry) {
                 // collector's young threshold), at least `ADAPTIVE_MIN`.
                 let wasted = global.last_live_traced.load(Relaxed) as usize;
                 let threshold = ADAPTIVE_MIN.max(wasted);
+                let kind = || {
+                    if global.full_due() {
+                        Kind::Full { promote: true }
+                    } else {
+                        Kind::Minor
+                    }
+                };
                 if l.since.get() >= threshold.saturating_mul(PACE) {
-                    Due::Pace
+                    Due::Pace(kind())
                 } else if l.since.get() >= threshold {
-                    Due::Collect
+                    Due::Collect(kind())
                 } else {
                     Due::No
                 }
@@ -312,8 +397,8 @@ pub(crate) fn push_root(entry: Entry) {
     });
     let due = due.map(|due| match due {
         Due::No => None,
-        Due::Collect => Some(super::collector::try_collect()),
-        Due::Pace => Some(super::collector::collect_paced(PATIENCE)),
+        Due::Collect(kind) => Some(super::collector::try_collect(kind)),
+        Due::Pace(kind) => Some(super::collector::collect_paced(kind, PATIENCE)),
     });
     match due {
         Ok(Some(collected)) => {
@@ -354,6 +439,11 @@ pub(crate) fn set_policy(policy: Policy) {
     });
 }
 
+/// This thread's policy.
+pub(crate) fn policy() -> Policy {
+    LOCAL.try_with(|l| l.policy.get()).unwrap_or_default()
+}
+
 /// This thread's current Nim16 threshold (for tests).
 #[cfg(test)]
 pub(crate) fn nim_threshold() -> usize {
@@ -374,17 +464,20 @@ pub(crate) fn stats() -> Stats {
         freed_by_rc += slot.counters.freed_by_rc.load(Relaxed);
         roots_now += slot.entries.lock().len() as u64;
     }
+    roots_now += global.old_roots_waiting.load(Relaxed);
     let freed_by_collector = global.freed_by_collector.load(Relaxed);
+    let collections = global.collections.load(Relaxed);
+    let minor_collections = global.minor_collections.load(Relaxed);
     Stats {
         live: allocated.saturating_sub(freed_by_rc + freed_by_collector),
         freed_by_rc,
         freed_by_collector,
-        minor_collections: 0,
-        full_collections: global.collections.load(Relaxed),
+        minor_collections,
+        full_collections: collections.saturating_sub(minor_collections),
         roots_buffered: roots_now,
         nodes_traced: global.nodes_traced.load(Relaxed),
-        promoted: 0,
-        old_objects: 0,
+        promoted: global.promoted.load(Relaxed),
+        old_objects: global.old_objects_locked(&registry),
         total_pause: core::time::Duration::from_nanos(global.total_pause_ns.load(Relaxed)),
         max_pause: core::time::Duration::from_nanos(global.max_pause_ns.load(Relaxed)),
     }
