@@ -64,16 +64,20 @@ fn a_cycle_across_generations_is_freed_by_the_next_full_collection() {
     young.link(&root.edges.lock().unwrap()[0]); // young -> old
     root.edges.lock().unwrap().clear(); // the old node is buffered again...
     collect(); // ...and found live through `young`, which is not traced
-    // old -> young, through a handle: the old node's count does not move,
-    // so nothing buffers it.
+               // old -> young, through a handle: the old node's count does not move,
+               // so nothing buffers it.
     young.edges.lock().unwrap()[0].link(&young);
     let weak = Gc::downgrade(&young);
     drop(young); // the cycle is garbage; only `young` is buffered
-    // The minor collection does not enter the old node, so its edge counts
-    // as a reference from outside: `young` looks live and is promoted. It
-    // must stay a candidate for the next full collection.
+                 // The minor collection does not enter the old node, so its edge counts
+                 // as a reference from outside: `young` looks live and is promoted. It
+                 // must stay a candidate for the next full collection.
     collect_minor();
-    assert_eq!(DROPPED.load(SeqCst), 0, "a minor collection entered an old object");
+    assert_eq!(
+        DROPPED.load(SeqCst),
+        0,
+        "a minor collection entered an old object"
+    );
     // (An upgrade here would buffer `young` again and hide the bug.)
     assert_eq!(weak.strong_count(), 1);
     collect();
