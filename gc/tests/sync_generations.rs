@@ -92,7 +92,7 @@ fn a_cycle_across_generations_is_freed_by_the_next_full_collection() {
 #[test]
 fn a_minor_collection_traces_only_young_objects() {
     let _serial = serial();
-    const HUB: usize = 1000;
+    const HUB: usize = if cfg!(miri) { 40 } else { 1000 };
     let hub: Vec<Gc<Node>> = (0..HUB).map(|_| Node::new()).collect();
     for w in hub.windows(2) {
         w[0].link(&w[1]);
@@ -106,7 +106,7 @@ fn a_minor_collection_traces_only_young_objects() {
     let before = stats();
     assert!(before.old_objects >= HUB as u64);
 
-    const CYCLES: usize = 100;
+    const CYCLES: usize = if cfg!(miri) { 10 } else { 100 };
     for i in 0..CYCLES {
         let (a, b) = (Node::new(), Node::new());
         a.link(&b);
@@ -161,9 +161,11 @@ fn the_adaptive_policy_runs_minor_and_full_collections() {
     let _serial = serial();
     set_policy(Policy::Adaptive);
     let before = stats();
-    let hub: Vec<Gc<Node>> = (0..5000).map(|_| Node::new()).collect();
+    const HUB: usize = if cfg!(miri) { 50 } else { 5000 };
+    const CYCLES: usize = if cfg!(miri) { 3000 } else { 50_000 };
+    let hub: Vec<Gc<Node>> = (0..HUB).map(|_| Node::new()).collect();
     let mut survivors = Vec::new();
-    for i in 0..50_000 {
+    for i in 0..CYCLES {
         let (a, b) = (Node::new(), Node::new());
         a.link(&b);
         b.link(&a);
@@ -185,5 +187,5 @@ fn the_adaptive_policy_runs_minor_and_full_collections() {
     set_policy(Policy::Manual);
     drop(hub);
     collect();
-    assert_eq!(DROPPED.load(SeqCst), 5000 + 100_000);
+    assert_eq!(DROPPED.load(SeqCst), HUB + 2 * CYCLES);
 }
