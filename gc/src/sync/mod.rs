@@ -118,6 +118,30 @@
 //! one member between its snapshot and its CAS that also restore its exact
 //! count.
 //!
+//! *Generations do not weaken this.* A generation only decides which
+//! objects enter the graph; it never enters the tests. A minor collection
+//! does not drain old objects' entries (it moves them to the old roots) and
+//! does not follow edges to old objects, so no old object is a node and an
+//! old object's handle to a young node stays in that node's count as an
+//! outside reference: the node's trial count is positive, it is live. A
+//! component is still freed only if, at its `t*`, every handle to each
+//! member lies in a member (Σ) and no member's word changed since its
+//! snapshot (Δ) — for old members in a full collection exactly as for
+//! young ones. So a generation can only make a cycle live longer, never free
+//! a reachable object. The generation itself is collector-private state
+//! (a flag beside the graph slot, not in the header word), written only by
+//! the collector-lock holder while it holds the object; mutators never
+//! write it, and the one mutator read (the thread whose drop takes the count
+//! to zero counts old objects freed) comes after the collector's last hold
+//! was released, which that drop acquires (loom model
+//! `promotion_against_last_drop`). Liveness needs one more rule: a minor
+//! collection cannot tell a reference from a live old object from one from
+//! an old member of the node's own garbage cycle, whose count did not move
+//! and which may not be buffered. Each node it keeps for an outside
+//! reference is therefore buffered again as an *old root*, for the next
+//! full collection (`old_root_rebuffering`; the differential test
+//! `sync_differential` finds the leak when the rule is removed).
+//!
 //! *Why both tests.* Without the Σ-test, a thread holding its own handle to
 //! `b` can move the `a → b` handle into `b`'s cell between the traces of `a`
 //! and `b`: the trial counts that handle twice and misses the stack handle,
@@ -131,8 +155,9 @@
 //! Collections are triggered per thread, by the thread that buffers a root,
 //! according to its [`Policy`]: `Adaptive` collects when the roots this thread
 //! buffered since the last collection (by any thread) reach the number of
-//! objects the last collection traced and found *live* — the work it wasted,
-//! as the single-threaded collector's young threshold — and at least 1024.
+//! objects the last collection traced, found *live* and promoted — the work
+//! it wasted, as the single-threaded collector's young threshold — and at
+//! least 1024.
 //! Garbage a collection frees does not raise the threshold, so each thread
 //! leaves at most `max(1024, live traced)` roots between collections.
 //! Because one thread collecting can be slower than another that only
@@ -143,8 +168,27 @@
 //! collects: the garbage stays bounded under steady churn. `Nim16` ports Nim
 //! 1.6.12's rule on this thread's buffer length (threshold from 128; after a
 //! collection, `max(t / 3 * 2, 16)` if `freed * 2 >= traced`, else
-//! `t * 3 / 2`); `Manual` only collects on [`collect`]. Generations are not
-//! implemented for the thread-safe collector.
+//! `t * 3 / 2`); `Manual` only collects on [`collect`].
+//!
+//! # Generations
+//!
+//! As in the single-threaded collector, objects that a collection finds
+//! live are *promoted* to the old generation (except by collections that a
+//! `Nim16` thread triggers: Nim 1.6.12 had no generations). Adaptive
+//! triggers *minor* collections: they start from the young roots only and
+//! never enter an old object (an edge to one is an outside reference of its
+//! target), so long-lived hubs stop costing anything; an old object's
+//! buffer entry waits in the *old roots*, which only a full collection
+//! drains, and so does every young object a minor collection kept for an
+//! outside reference (the cross-generation rule, see *Soundness*). A full
+//! collection starts from every root and enters everything; Adaptive runs
+//! one instead of a minor one when the objects promoted since the last full
+//! collection, or the old roots waiting, exceed a quarter of the old
+//! objects counted at the end of it (CPython's rule), and at least 1024: its
+//! cost is amortised over that growth. [`collect`] is always full;
+//! [`collect_minor`] runs one minor collection. `Adaptive`'s threshold for
+//! the next collection counts the objects the last one promoted (its wasted
+//! work), no longer the old objects it re-traced.
 //!
 //! # Graph bookkeeping
 //!
