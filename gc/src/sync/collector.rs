@@ -200,7 +200,9 @@ impl Work {
 impl Drop for Work {
     /// Releases whatever holds remain (when a `Trace` impl panicked).
     fn drop(&mut self) {
-        flush_old_roots(global(), &mut self.old_roots);
+        if !self.old_roots.is_empty() {
+            flush_old_roots(global(), &mut self.old_roots);
+        }
         self.guards.clear();
         for i in 0..self.nodes.len() {
             self.release(i);
@@ -264,6 +266,20 @@ pub(crate) fn collect_paced(kind: Kind, patience: std::time::Duration) -> Option
         global.try_collector()
     };
     Some(run(global, lock?, kind))
+}
+
+/// The collector thread's collection: waits for a running one, then runs
+/// the kind the Adaptive rule asks for now.
+#[cfg(not(loom))]
+pub(crate) fn collect_requested() {
+    let global = global();
+    let kind = if global.full_due() {
+        Kind::Full { promote: true }
+    } else {
+        Kind::Minor
+    };
+    let lock = global.collector_lock();
+    run(global, lock, kind);
 }
 
 #[cfg(not(loom))]

@@ -202,6 +202,8 @@
 //! `sync::Gc<T>` whose `T` cannot own pointers is not reported (the leaf is
 //! not in the graph; its count keeps that edge as an external reference).
 
+#[cfg(not(loom))]
+mod background;
 mod cells;
 mod collector;
 mod drops;
@@ -213,25 +215,33 @@ pub mod rc;
 mod shared;
 mod state;
 
+#[cfg(not(loom))]
+pub use background::{collector_mode, set_collector_mode, stop_collector_thread, CollectorMode};
 pub use gc::{Gc, Weak};
 pub use rc::Rc;
 
 use crate::{Policy, Stats};
 
-/// Collects the cycles buffered by every thread, now.
+/// Collects the cycles buffered by every thread, now, on the calling thread
+/// (full collections, run until one frees nothing).
 ///
-/// Runs passes until one frees nothing. Returns at once if another thread
-/// is collecting (or if called from a destructor running inside a
-/// collection): collections never wait for each other.
+/// If another thread (the collector thread, say) is collecting, waits for
+/// it first, but at most a quarter of a second per pass, so that a
+/// destructor of that collection that needs a lock the caller holds delays
+/// this call instead of deadlocking it. Returns at once when called from a
+/// destructor running inside a collection.
 pub fn collect() {
     let kind = collector::Kind::full_for_this_thread();
     for _ in 0..8 {
-        match collector::try_collect(kind) {
+        match collector::collect_paced(kind, EXPLICIT_PATIENCE) {
             Some((freed, _)) if freed > 0 => continue,
             _ => break,
         }
     }
 }
+
+/// How long [`collect`] waits for a running collection, per pass.
+const EXPLICIT_PATIENCE: std::time::Duration = std::time::Duration::from_millis(250);
 
 /// Runs one minor collection now: from the young roots only, never entering
 /// old objects (see *Generations* in the module docs). Returns at once if

@@ -151,7 +151,7 @@ impl Global {
     }
 
     /// Whether the Adaptive policy asks for a full collection now.
-    fn full_due(&self) -> bool {
+    pub(crate) fn full_due(&self) -> bool {
         let budget = (self.old_at_full.load(Relaxed) / FULL_DIVISOR).max(ADAPTIVE_MIN as u64);
         // A minor collection re-buffers the live objects it could not prove
         // as old roots, so most promotions also sit in the old roots: take
@@ -182,6 +182,12 @@ impl Global {
     /// The collector lock, if no collection is running.
     pub(crate) fn try_collector(&self) -> Option<MutexGuard<'_, Work>> {
         self.collector_lock.try_lock()
+    }
+
+    /// The collector lock, waiting for a running collection to end.
+    #[cfg(not(loom))]
+    pub(crate) fn collector_lock(&self) -> MutexGuard<'_, Work> {
+        self.collector_lock.lock()
     }
 
     /// The collector lock, waiting at most `patience` for a running
@@ -397,6 +403,12 @@ pub(crate) fn push_root(entry: Entry) {
     });
     let due = due.map(|due| match due {
         Due::No => None,
+        #[cfg(not(loom))]
+        Due::Collect(Kind::Minor | Kind::Full { promote: true })
+            if super::background::enabled() && super::background::request() =>
+        {
+            None
+        }
         Due::Collect(kind) => Some(super::collector::try_collect(kind)),
         Due::Pace(kind) => Some(super::collector::collect_paced(kind, PATIENCE)),
     });
