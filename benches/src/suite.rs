@@ -22,14 +22,15 @@ use crate::ptr::dumpster_unsync::DumpsterUnsync;
 use crate::ptr::gcmodule_cc::GcmoduleCc;
 use crate::ptr::gcmodule_threaded::GcmoduleThreaded;
 use crate::ptr::recycler_gc::{RecyclerGcDefault, RecyclerGcNim16};
-use crate::ptr::recycler_sync_gc::RecyclerSyncGc;
+use crate::ptr::recycler_sync_gc::{RecyclerSyncGc, RecyclerSyncGcThread};
 use crate::ptr::rust_cc::RustCc;
 use crate::ptr::rust_gc::RustGc;
 use crate::ptr::std_arc::StdArc;
 use crate::ptr::std_rc::StdRc;
 use crate::workloads::hub::Back;
 use crate::workloads::{
-    binary_trees, churn, cycle_churn, hub, linked_list, micro, parent_trees, random_ops, stress, threaded,
+    binary_trees, churn, cycle_churn, hub, linked_list, micro, parent_trees, random_ops, stress,
+    threaded,
 };
 
 /// Depth of the binary-trees workloads (rust-cc-benchmarks: 11).
@@ -124,6 +125,7 @@ pub const FAMILIES: &[Family] = &[
             "dumpster",
             "gc",
             "recycler-sync-gc",
+            "recycler-sync-gc-thread",
             "dumpster-sync",
             "bacon_rajan_cc",
             "gcmodule",
@@ -134,14 +136,26 @@ pub const FAMILIES: &[Family] = &[
         about: "dumpster's multi-threaded random operations (threads × 10 shared root vectors of 50 nodes behind mutexes), 250,000 operations split over the threads; the final drop of every root and the full collection are inside the measured time. `arc` leaks the cycles.",
         groups: &["random ops threaded"],
         baseline: "arc",
-        columns: &["arc", "recycler-sync-gc", "dumpster-sync", "gcmodule-threaded"],
+        columns: &[
+            "arc",
+            "recycler-sync-gc",
+            "recycler-sync-gc-thread",
+            "dumpster-sync",
+            "gcmodule-threaded",
+        ],
     },
     Family {
         title: "Cycle churn on threads (thread-safe pointers)",
         about: "2 threads × 100,000 two-node cycles (`a ↔ b` through `Mutex` edge cells), each dropped at once; automatic collection, and the final full collection inside the measured time. `arc` leaks every cycle (kept, and broken after the timing): the baseline.",
         groups: &["cycle churn threaded"],
         baseline: "arc",
-        columns: &["arc", "recycler-sync-gc", "dumpster-sync", "gcmodule-threaded"],
+        columns: &[
+            "arc",
+            "recycler-sync-gc",
+            "recycler-sync-gc-thread",
+            "dumpster-sync",
+            "gcmodule-threaded",
+        ],
     },
 ];
 
@@ -471,10 +485,12 @@ fn run_random_ops<H: Heap>(s: &mut Suite) {
 pub fn run_threaded(s: &mut Suite) {
     threaded_one::<StdArc>(s, None);
     threaded_one::<RecyclerSyncGc>(s, Some(0));
+    threaded_one::<RecyclerSyncGcThread>(s, Some(0));
     threaded_one::<DumpsterSync>(s, Some(0));
     threaded_one::<GcmoduleThreaded>(s, Some(0));
     cycle_churn_one::<StdArc>(s, true);
     cycle_churn_one::<RecyclerSyncGc>(s, false);
+    cycle_churn_one::<RecyclerSyncGcThread>(s, false);
     cycle_churn_one::<DumpsterSync>(s, false);
     cycle_churn_one::<GcmoduleThreaded>(s, false);
 }
@@ -485,7 +501,7 @@ fn cycle_churn_one<H: SyncHeap>(s: &mut Suite, leak: bool) {
         id: H::NAME,
         param: None,
         expected_alive: Some(0),
-        prepare: || {},
+        prepare: H::prepare,
         collect: H::collect,
         unsupported: H::unsupported(),
     };
@@ -512,7 +528,7 @@ fn threaded_one<H: SyncHeap>(s: &mut Suite, expected_alive: Option<i64>) {
             id: H::NAME,
             param: Some(threads.to_string()),
             expected_alive,
-            prepare: || {},
+            prepare: H::prepare,
             collect: H::collect,
             unsupported: H::unsupported(),
         };
@@ -545,6 +561,7 @@ fn run_hub_all(s: &mut Suite) {
         run_hub::<DumpsterUnsync>(s, h, Back::Strong, DumpsterUnsync::NAME);
         run_hub::<RustGc>(s, h, Back::Strong, RustGc::NAME);
         run_hub::<RecyclerSyncGc>(s, h, Back::Strong, <RecyclerSyncGc as Heap>::NAME);
+        run_hub::<RecyclerSyncGcThread>(s, h, Back::Strong, <RecyclerSyncGcThread as Heap>::NAME);
         run_hub::<DumpsterSync>(s, h, Back::Strong, <DumpsterSync as Heap>::NAME);
         run_hub::<BaconRajanCc>(s, h, Back::Strong, BaconRajanCc::NAME);
         run_hub::<GcmoduleCc>(s, h, Back::Strong, GcmoduleCc::NAME);

@@ -129,7 +129,7 @@ pub(crate) fn request() -> bool {
     }
     state.pending = true;
     REQUESTED.store(true, Relaxed);
-    if state.handle.as_ref().is_none_or(JoinHandle::is_finished) {
+    if state.handle.as_ref().map_or(true, JoinHandle::is_finished) {
         let spawned = std::thread::Builder::new()
             .name("recycler-sync-collector".into())
             .spawn(run);
