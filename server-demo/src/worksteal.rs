@@ -48,6 +48,16 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
     let listeners = crate::listen::bind(args.host, args.port, threads)?;
     let mode = args.mm;
     mode.apply_sync_policy();
+    // Where `recycler::sync`'s automatic collections run: on the worker
+    // that finds one due (the default) or on its collector thread.
+    match std::env::var("RECYCLER_SYNC_COLLECTOR").as_deref() {
+        Ok("thread") => recycler::sync::set_collector_mode(recycler::sync::CollectorMode::Thread),
+        Ok("mutators") | Err(std::env::VarError::NotPresent) => {}
+        Ok(other) => {
+            anyhow::bail!("RECYCLER_SYNC_COLLECTOR must be `mutators` or `thread`, not {other:?}")
+        }
+        Err(e) => anyhow::bail!("RECYCLER_SYNC_COLLECTOR: {e}"),
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(threads)
         .thread_name("worker")

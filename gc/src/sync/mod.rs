@@ -190,6 +190,47 @@
 //! the next collection counts the objects the last one promoted (its wasted
 //! work), no longer the old objects it re-traced.
 //!
+//! # Where collections run
+//!
+//! By default ([`CollectorMode::Mutators`]) a collection that the Adaptive
+//! trigger asks for runs on the thread whose buffering made it due, and the
+//! destructors of the cycles it frees run there. With
+//! [`CollectorMode::Thread`] ([`set_collector_mode`]) mutators only buffer
+//! roots and wake a collector thread (started lazily by the first request,
+//! named `recycler-sync-collector`, stopped by [`stop_collector_thread`]),
+//! which runs the collections and the destructors of the cycles they free;
+//! a thread whose garbage outruns it still waits for it boundedly and then
+//! collects itself (the pacing above), so garbage stays bounded. Nim16
+//! triggers always collect on the mutator (the port's semantics), and
+//! [`collect`] always collects on its caller, after waiting (at most a
+//! quarter of a second per pass) for a collection that is running
+//! elsewhere: destructors of the cycles it frees run on the caller. The
+//! default is the one measured faster on 2 cores (see the README's results
+//! and the benchmarks' `recycler-sync-gc-thread` column).
+//!
+//! # Why no crossbeam-epoch
+//!
+//! Epoch-based reclamation lets a thread read memory it holds no reference
+//! to, deferring the free until every pinned thread has moved on. Nothing
+//! here reads a header without owning a reference to it: a buffer entry
+//! owns the `BUFFERED` bit (which keeps the memory, see `header.rs`), a
+//! collector reads a value only through a hold or a handle pinned in a
+//! locked cell, a `Weak` owns a weak count, and the collector thread is an
+//! ordinary collector. So there is no deferred free to make. The one
+//! lock-free structure it could replace is the hand-over of root buffers:
+//! a buffering locks its own thread's uncontended mutex (contended only
+//! while a collector swaps the buffer out), once per object per collection
+//! at most. Measured on the 2-core machine (busy with other builds; 20M
+//! entries, drained every 1024, three rounds): lock + push + unlock of a
+//! `parking_lot` mutex 86–99 ns, a Treiber stack with
+//! `crossbeam_epoch`-deferred node frees (pin + allocate + CAS) 259–291 ns,
+//! a plain `Vec` push (no hand-over possible) 5–6 ns. A lock-free hand-over
+//! of whole segments could approach the plain push, but an idle thread's
+//! partly filled segment must still be drained by the collector, which
+//! needs the same exclusion the mutex gives; at one buffering per object per
+//! collection the difference is not where the cost is (see the README's
+//! profile of the collector).
+//!
 //! # Graph bookkeeping
 //!
 //! The collector numbers the objects it holds; an object's number is stored
