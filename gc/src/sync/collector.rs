@@ -268,6 +268,23 @@ pub(crate) fn collect_paced(kind: Kind, patience: std::time::Duration) -> Option
     Some(run(global, lock?, kind))
 }
 
+/// An explicit collection ([`collect`](super::collect)): waits for a
+/// running collection to end, then runs one. Returns `None` at once when
+/// called from inside a collection (a destructor), and, under loom, when
+/// another thread is collecting (models need no blocking).
+pub(crate) fn collect_waiting(kind: Kind) -> Option<(usize, usize)> {
+    let global = global();
+    #[cfg(not(loom))]
+    let lock = if COLLECTING.with(core::cell::Cell::get) {
+        None
+    } else {
+        Some(global.collector_lock())
+    };
+    #[cfg(loom)]
+    let lock = global.try_collector();
+    Some(run(global, lock?, kind))
+}
+
 /// The collector thread's collection: waits for a running one, then runs
 /// the kind the Adaptive rule asks for now.
 #[cfg(not(loom))]

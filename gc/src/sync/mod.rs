@@ -202,9 +202,9 @@
 //! a thread whose garbage outruns it still waits for it boundedly and then
 //! collects itself (the pacing above), so garbage stays bounded. Nim16
 //! triggers always collect on the mutator (the port's semantics), and
-//! [`collect`] always collects on its caller, after waiting (at most a
-//! quarter of a second per pass) for a collection that is running
-//! elsewhere: destructors of the cycles it frees run on the caller. The
+//! [`collect`] always collects on its caller, after waiting for a
+//! collection that is running elsewhere: destructors of the cycles it frees
+//! run on the caller. The
 //! default is the one measured faster on 2 cores (see the README's results
 //! and the benchmarks' `recycler-sync-gc-thread` column).
 //!
@@ -267,22 +267,20 @@ use crate::{Policy, Stats};
 /// (full collections, run until one frees nothing).
 ///
 /// If another thread (the collector thread, say) is collecting, waits for
-/// it first, but at most a quarter of a second per pass, so that a
-/// destructor of that collection that needs a lock the caller holds delays
-/// this call instead of deadlocking it. Returns at once when called from a
+/// it to finish first: a blocking call, like joining a thread, so the caller
+/// must not hold a lock that a destructor of a cycle being collected on
+/// another thread waits for. (Automatic collections never block like this:
+/// they wait boundedly, see *Policies*.) Returns at once when called from a
 /// destructor running inside a collection.
 pub fn collect() {
     let kind = collector::Kind::full_for_this_thread();
     for _ in 0..8 {
-        match collector::collect_paced(kind, EXPLICIT_PATIENCE) {
+        match collector::collect_waiting(kind) {
             Some((freed, _)) if freed > 0 => continue,
             _ => break,
         }
     }
 }
-
-/// How long [`collect`] waits for a running collection, per pass.
-const EXPLICIT_PATIENCE: std::time::Duration = std::time::Duration::from_millis(250);
 
 /// Runs one minor collection now: from the young roots only, never entering
 /// old objects (see *Generations* in the module docs). Returns at once if
