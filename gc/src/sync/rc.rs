@@ -88,6 +88,9 @@ pub struct Weak<T> {
     _owns: PhantomData<Inner<T>>,
 }
 
-super::shared::shared_pointer!(Rc, Weak, [Sized], [Sized], &VTables::<T>::RC);
+// `'static` on the constructors: a value whose count reaches zero inside
+// another drop is dropped later (iteratively, see `drops.rs`), possibly after
+// whatever a non-`'static` value borrows is gone.
+super::shared::shared_pointer!(Rc, Weak, [Sized], [Sized + 'static], &VTables::<T>::RC);
 
-super::forward::forward_traits!(Rc, [Sized], [Sized]);
+super::forward::forward_traits!(Rc, [Sized], [Sized + 'static]);
