@@ -207,4 +207,6 @@ pub fn set_policy(policy: Policy) {
 }
 
 #[cfg(test)]
+mod regressions;
+#[cfg(test)]
 mod tests;
