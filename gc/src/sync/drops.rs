@@ -82,7 +82,7 @@ pub(crate) fn batch<R>(f: impl FnOnce() -> R) -> (R, Panic) {
             true
         }
     });
-    if started != Ok(true) {
+    if !matches!(started, Ok(true)) {
         // The enclosing loop drops what `f` queues (or, while thread-locals
         // are destroyed, values are dropped in place).
         return (f(), None);

@@ -2,24 +2,15 @@
 //! more hostile-user tests of the thread-safe pointers. Each test takes
 //! `serial()` (see `tests.rs`).
 
-use core::mem::offset_of;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::sync::{Arc, Mutex};
 
-use super::header::{Header, Inner, CTR, MAX_COUNT, MAX_WEAK, ONE};
+use super::header::{CTR, MAX_COUNT, MAX_WEAK, ONE};
 use super::tests::{link, node, serial, Node};
 use super::{collect, Gc, Rc, TraceLock, Weak};
 use crate::test_support::{assert_aborts, reached};
 use crate::trace::{Trace, Tracer};
-
-/// The header of the object whose value `value` points to.
-fn header<T>(value: *const T) -> &'static Header {
-    // SAFETY: `value` points to the `value` field of an `Inner<T>` (it comes
-    // from `as_ptr`, with the provenance of the whole allocation); the
-    // callers keep the object alive while they use the header.
-    unsafe { &*value.byte_sub(offset_of!(Inner<T>, value)).cast::<Header>() }
-}
 
 /// The payload of a caught panic, as text.
 fn message(payload: &(dyn core::any::Any + Send)) -> &str {
@@ -74,9 +65,7 @@ fn a_drop_inside_a_drop_is_deferred_and_reads_live_data() {
 /// A `Node` whose strong count is forged to `MAX_COUNT - 1`.
 fn node_near_max(drops: &Arc<AtomicUsize>) -> Gc<Node> {
     let a = node(drops);
-    header(Gc::as_ptr(&a))
-        .word
-        .fetch_add((MAX_COUNT - 2) * ONE, SeqCst);
+    a.header().word.fetch_add((MAX_COUNT - 2) * ONE, SeqCst);
     a
 }
 
@@ -115,9 +104,7 @@ fn rc_upgrade_aborts_at_the_count_limit() {
         "sync::regressions::rc_upgrade_aborts_at_the_count_limit",
         || {
             let a = Rc::new(5u8);
-            header(Rc::as_ptr(&a))
-                .word
-                .fetch_add((MAX_COUNT - 1) * ONE, SeqCst);
+            a.header().word.fetch_add((MAX_COUNT - 1) * ONE, SeqCst);
             let weak = Rc::downgrade(&a);
             reached();
             core::mem::forget(weak.upgrade());
@@ -167,7 +154,7 @@ fn downgrade_aborts_at_the_weak_limit() {
         || {
             let a = node(&Arc::default());
             let weak = Gc::downgrade(&a);
-            header(Gc::as_ptr(&a)).weak.store(MAX_WEAK - 1, SeqCst);
+            a.header().weak.store(MAX_WEAK - 1, SeqCst);
             core::mem::forget(weak.clone()); // reaches MAX_WEAK: fine
             reached();
             core::mem::forget(weak.clone());
@@ -186,7 +173,7 @@ fn the_modification_counter_wraps() {
     link(&a, &b);
     link(&b, &a);
     let saturate = |g: &Gc<Node>| {
-        header(Gc::as_ptr(g)).word.fetch_or(!(CTR - 1), SeqCst);
+        g.header().word.fetch_or(!(CTR - 1), SeqCst);
     };
     saturate(&a);
     let a2 = a.clone();

@@ -48,7 +48,7 @@ macro_rules! shared_pointer {
                 }
             }
 
-            fn header(&self) -> &$crate::sync::header::Header {
+            pub(crate) fn header(&self) -> &$crate::sync::header::Header {
                 // SAFETY: a strong handle keeps the header alive.
                 unsafe { &self.ptr.as_ref().header }
             }
