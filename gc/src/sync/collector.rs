@@ -25,6 +25,14 @@
 //! 5. **Free** the doomed members: mark them dead, drop every value (a panic
 //!    is kept and re-raised at the end), mark them `GONE`, release the holds.
 //! 6. Release the holds on everything else.
+//!
+//! A `Trace` impl that panics (steps 2 and 4) is treated as a cell that could
+//! not be locked: its object is kept and buffered again; the panic is
+//! re-raised at the end. The whole collection is a drop batch
+//! (`drops::batch`): a value whose count reaches zero during it (released
+//! by a field of a garbage value, or by our hold) is dropped after the
+//! collector lock is released, so no other user code runs inside the
+//! collection and a panicking `Drop` cannot unwind through it.
 
 use core::ptr::NonNull;
 use core::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
