@@ -61,6 +61,9 @@ pub mod stats;
 pub mod sync;
 pub mod trace;
 
+#[cfg(test)]
+mod test_support;
+
 pub use collector::{
     collect, collect_minor, policy, set_adaptive_config, set_policy, stats, AdaptiveConfig,
 };

@@ -15,7 +15,8 @@
 //! 1. calls [`Trace::trace`] on every field that may own a collected pointer
 //!    (or reports each such pointer by tracing it), **each at most once**;
 //! 2. reports only pointers that the value itself owns — never one reached
-//!    through a borrowed reference, a thread-local or a global;
+//!    through a borrowed reference, a thread-local or a global — and passes
+//!    to [`Tracer::trace_lock`] only locks that the value owns, each once;
 //! 3. does not create, clone, drop or move collected pointers, and does not
 //!    mutate the value (it runs while the collector examines a snapshot);
 //! 4. sets `MAY_CONTAIN_GC = false` only if no value of the type can own a
@@ -30,7 +31,9 @@
 //!   freed early. This is always memory-safe.
 //! - *Panicking* in `trace`: the panic propagates out of the collection that
 //!   called it. Every reference count and every buffered root is left as it
-//!   was, and later collections work.
+//!   was, and later collections work. (The thread-safe collector catches it,
+//!   treats the object as live for that collection, finishes the collection
+//!   and then re-raises the first such panic.)
 //! - *Reporting a pointer the value does not own*, or the same one twice, or
 //!   breaking rule 3: the collector may believe an object unreachable while
 //!   something outside still uses it. The collector detects some of these
@@ -48,7 +51,10 @@
 //! is treated as reachable for that collection ([`Tracer::keep_alive`]).
 //! [`Cell`] is traced only for `Copy` contents, which cannot own a pointer.
 //! Implement `Trace` for your own cells the same way: if the contents cannot be
-//! read right now, call [`Tracer::keep_alive`].
+//! read right now, call [`Tracer::keep_alive`]. A lock type of your own that
+//! holds `sync::Gc` handles implements [`sync::TraceLock`](crate::sync::TraceLock)
+//! and is traced with [`Tracer::trace_lock`], so that the thread-safe
+//! collector can keep it locked while it validates a cycle.
 
 use core::cell::{Cell, RefCell};
 use core::marker::PhantomData;
@@ -71,8 +77,10 @@ pub(crate) enum Family {
 
 /// Receives the collected pointers owned by a value during [`Trace::trace`].
 ///
-/// Its only public operation is [`keep_alive`](Tracer::keep_alive); pointers
-/// report themselves when their own `trace` is called.
+/// Its public operations are [`keep_alive`](Tracer::keep_alive) and
+/// [`trace_lock`](Tracer::trace_lock) (for lock types of your own, see
+/// [`sync::TraceLock`](crate::sync::TraceLock)); pointers report themselves
+/// when their own `trace` is called.
 pub struct Tracer<'a> {
     family: Family,
     edges: &'a mut Vec<NonNull<()>>,

@@ -34,11 +34,20 @@
 //! 5. **Free** the doomed members: mark them dead, drop every value (a panic
 //!    is kept and re-raised at the end), mark them `GONE`, release the holds.
 //! 6. Release the holds on everything else.
+//!
+//! A `Trace` impl that panics (steps 2 and 4) is treated as a cell that could
+//! not be locked: its object is kept and buffered again; the panic is
+//! re-raised at the end. The whole collection is a drop batch
+//! (`drops::batch`): a value whose count reaches zero during it (released
+//! by a field of a garbage value, or by our hold) is dropped after the
+//! collector lock is released, so no other user code runs inside the
+//! collection and a panicking `Drop` cannot unwind through it.
 
 use core::ptr::NonNull;
 use core::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 
+use super::drops::{self, Panic};
 use super::header::{count, Drained, Header, CLAIMED, DOOMED, GONE};
 use super::prim::MutexGuard;
 use super::state::{global, push_root_quietly, Entry, Global};
@@ -114,6 +123,10 @@ pub(crate) struct Work {
     doomed: Vec<u32>,
     /// Entries bound for `Global::old_roots` (moved there in one step).
     old_roots: Vec<Entry>,
+    /// The first panic of a `Trace` impl in this collection (caught: the
+    /// object is kept, as if a cell could not be locked; re-raised at the
+    /// end).
+    panic: Panic,
 }
 
 // SAFETY: between collections every vector is empty (a collection that
@@ -198,13 +211,22 @@ impl Work {
 }
 
 impl Drop for Work {
-    /// Releases whatever holds remain (when a `Trace` impl panicked).
+    /// Only finds nodes if a collection unwinds (`Trace` and `Drop` panics
+    /// are caught, so only on a bug or an allocation failure): buffers every
+    /// object that is not doomed again, so that no root drained by this
+    /// collection is forgotten, and releases the holds (inside the
+    /// collection's drop batch: no user code runs here).
     fn drop(&mut self) {
         if !self.old_roots.is_empty() {
             flush_old_roots(global(), &mut self.old_roots);
         }
         self.guards.clear();
         for i in 0..self.nodes.len() {
+            let node = &self.nodes[i];
+            // SAFETY: held until `release` below.
+            if !node.released && unsafe { node.header.as_ref() }.word.load(Acquire) & DOOMED == 0 {
+                rebuffer(node.header);
+            }
             self.release(i);
         }
     }
@@ -213,6 +235,12 @@ impl Drop for Work {
 /// Traces the value of `header` into `edges`, keeping cell guards in
 /// `guards`. Returns whether a cell could not be inspected.
 ///
+/// A panicking `Trace` impl counts as a cell that could not be inspected
+/// (the edges it reported before panicking are kept: reporting fewer edges is
+/// safe); its panic goes to `panic` (the first one is re-raised when the
+/// collection ends). So a panic never unwinds through the collector, which
+/// keeps every root it drained and collects the rest of the graph.
+///
 /// # Safety
 /// The collector holds `header` (so its value is alive and not `&mut`
 /// borrowed), and keeps holding it until `guards` is emptied.
@@ -220,11 +248,20 @@ unsafe fn trace_into(
     header: NonNull<Header>,
     edges: &mut Vec<NonNull<()>>,
     guards: &mut GuardSink,
+    panic: &mut Panic,
 ) -> bool {
     let mut tracer = Tracer::with_guards(Family::Sync, edges, guards);
     // SAFETY: forwarded contract.
-    unsafe { (header.as_ref().vtable.trace)(header, &mut tracer) };
-    tracer.kept_alive()
+    let traced = catch_unwind(AssertUnwindSafe(|| unsafe {
+        (header.as_ref().vtable.trace)(header, &mut tracer)
+    }));
+    match traced {
+        Ok(()) => tracer.kept_alive(),
+        Err(payload) => {
+            panic.get_or_insert(payload);
+            true
+        }
+    }
 }
 
 /// Moves `entries` to the old roots.
@@ -306,8 +343,24 @@ std::thread_local! {
     static COLLECTING: core::cell::Cell<bool> = const { core::cell::Cell::new(false) };
 }
 
-/// One collection under `lock`.
-fn run(global: &Global, mut lock: MutexGuard<'_, Work>, kind: Kind) -> (usize, usize) {
+/// One collection under `lock`, as a drop batch: the values whose count
+/// reaches zero during it (a hold released last, a field of a garbage value)
+/// are dropped after the lock is released, each under `catch_unwind`. Then
+/// the first panic (of a `Trace`, then of a `Drop`) is re-raised.
+fn run(global: &Global, lock: MutexGuard<'_, Work>, kind: Kind) -> (usize, usize) {
+    let ((freed, traced, panic), dropped) = drops::batch(|| run_locked(global, lock, kind));
+    if let Some(payload) = panic.or(dropped) {
+        resume_unwind(payload);
+    }
+    (freed, traced)
+}
+
+/// [`run`]'s collection proper.
+fn run_locked(
+    global: &Global,
+    mut lock: MutexGuard<'_, Work>,
+    kind: Kind,
+) -> (usize, usize, Panic) {
     /// Clears the in-collection flag, also when unwinding.
     struct Collecting;
     impl Drop for Collecting {
@@ -327,14 +380,8 @@ fn run(global: &Global, mut lock: MutexGuard<'_, Work>, kind: Kind) -> (usize, u
     *lock = work;
     drop(lock);
     drop(collecting);
-    let (freed, traced, panic) = result;
-    if let Some(payload) = panic {
-        resume_unwind(payload);
-    }
-    (freed, traced)
+    result
 }
-
-type Panic = Option<Box<dyn core::any::Any + Send>>;
 
 /// One collection; the caller holds the collector lock.
 fn collect_locked(global: &Global, w: &mut Work, kind: Kind) -> (usize, usize, Panic) {
@@ -379,7 +426,7 @@ fn collect_locked(global: &Global, w: &mut Work, kind: Kind) -> (usize, usize, P
         let header = w.nodes[i].header;
         w.targets.clear();
         // SAFETY: we hold `header` until `finish`, after `guards` is emptied.
-        let kept = unsafe { trace_into(header, &mut w.targets, &mut w.guards) };
+        let kept = unsafe { trace_into(header, &mut w.targets, &mut w.guards, &mut w.panic) };
         let first = w.edges.len() as u32;
         for k in 0..w.targets.len() {
             let target = w.targets[k].cast::<Header>();
@@ -531,7 +578,10 @@ fn collect_locked(global: &Global, w: &mut Work, kind: Kind) -> (usize, usize, P
         // (module docs), so nobody reads the flag concurrently.
         unsafe { w.nodes[m as usize].header.as_ref().dead.set() };
     }
-    let mut panic = None;
+    // A `Trace` panic came first. Fields of a garbage value whose count
+    // reaches zero are only queued (we run in a drop batch), so a value whose
+    // `Drop` panics unwinds through no other user code.
+    let mut panic = w.panic.take();
     for &m in &w.doomed {
         let header = w.nodes[m as usize].header;
         // SAFETY: doomed and held: the value is alive and ours alone.
@@ -646,8 +696,9 @@ fn validate(w: &mut Work, a: usize, b: usize, id: u32) -> bool {
     for k in a..b {
         let m = w.members[k] as usize;
         w.targets.clear();
+        let header = w.nodes[m].header;
         // SAFETY: `m` is held until `finish`, after `guards` is emptied.
-        if unsafe { trace_into(w.nodes[m].header, &mut w.targets, &mut w.guards) } {
+        if unsafe { trace_into(header, &mut w.targets, &mut w.guards, &mut w.panic) } {
             closed = false;
             break;
         }

@@ -69,8 +69,14 @@ pub(crate) const CTR: u64 = 1 << 37;
 const INC: u64 = CTR + ONE;
 /// Drop / hold release.
 const DEC: u64 = CTR - ONE;
-/// Counts above this abort the process (as `Arc` does near `isize::MAX`).
-const MAX_COUNT: u64 = 1 << 31;
+/// Every increment of the strong count (clone, upgrade, a collector's hold)
+/// aborts the process when the count is already this high (as `Arc` does near
+/// `isize::MAX`), so the 32 count bits never carry into the flags: a
+/// `fetch_add` may overshoot by one per thread racing past the check before
+/// aborting, far below `2^32`. A CAS path checks before incrementing.
+pub(crate) const MAX_COUNT: u64 = 1 << 31;
+/// The weak count aborts the process at this value (as `Arc`'s).
+pub(crate) const MAX_WEAK: usize = usize::MAX / 2;
 /// `weak` value while `get_mut` checks uniqueness (Arc's trick).
 const WEAK_LOCKED: usize = usize::MAX;
 
@@ -78,6 +84,29 @@ const WEAK_LOCKED: usize = usize::MAX;
 #[inline]
 pub(crate) fn count(word: u64) -> u64 {
     word & COUNT_MASK
+}
+
+/// `w` after one more strong reference. The modification counter wraps off
+/// the top of the word (as the `fetch_add`s do): plain `+` would panic in
+/// debug builds after `2^27` operations on one object.
+#[inline]
+fn inc(w: u64) -> u64 {
+    w.wrapping_add(INC)
+}
+
+/// `w` after one strong reference less (the count is at least one).
+#[inline]
+fn dec(w: u64) -> u64 {
+    w.wrapping_add(DEC)
+}
+
+/// Aborts the process if one more strong reference on top of `word` could
+/// overflow the count (see [`MAX_COUNT`]).
+#[inline]
+fn check_count(word: u64) {
+    if count(word) >= MAX_COUNT {
+        std::process::abort();
+    }
 }
 
 /// Per-type operations, reached from the header.
@@ -258,9 +287,7 @@ impl Header {
     #[inline]
     pub(crate) fn inc_strong(&self) {
         let old = self.word.fetch_add(INC, Relaxed);
-        if count(old) >= MAX_COUNT {
-            std::process::abort();
-        }
+        check_count(old);
     }
 
     /// `new_cyclic`: the value is in place; count 0 → 1.
@@ -324,7 +351,7 @@ impl Header {
     #[inline]
     fn after_buffering_drop(w: u64) -> u64 {
         let flags = if w & DOOMED == 0 { BUFFERED | ARMED } else { 0 };
-        (w + DEC) | flags
+        dec(w) | flags
     }
 
     /// [`Header::dec_strong_buffering`] under contention or for the last
@@ -339,7 +366,7 @@ impl Header {
         let mut w = header.word.load(Relaxed);
         loop {
             let new = if count(w) == 1 {
-                w + DEC
+                dec(w)
             } else {
                 Self::after_buffering_drop(w)
             };
@@ -419,7 +446,7 @@ impl Header {
                 w = self.weak.load(Relaxed);
                 continue;
             }
-            if w >= usize::MAX / 2 {
+            if w >= MAX_WEAK {
                 std::process::abort();
             }
             match self.weak.compare_exchange_weak(w, w + 1, Acquire, Relaxed) {
@@ -442,10 +469,8 @@ impl Header {
                 w = self.word.load(Acquire);
                 continue;
             }
-            match self
-                .word
-                .compare_exchange_weak(w, w + INC, Acquire, Acquire)
-            {
+            check_count(w);
+            match self.word.compare_exchange_weak(w, inc(w), Acquire, Acquire) {
                 Ok(_) => return true,
                 Err(actual) => w = actual,
             }
@@ -460,8 +485,9 @@ impl Header {
             if count(w) == 0 || w & (DOOMED | CLAIMED) != 0 {
                 return None;
             }
-            match self.word.compare_exchange_weak(w, w + INC, AcqRel, Acquire) {
-                Ok(_) => return Some(w + INC),
+            check_count(w);
+            match self.word.compare_exchange_weak(w, inc(w), AcqRel, Acquire) {
+                Ok(_) => return Some(inc(w)),
                 Err(actual) => w = actual,
             }
         }
@@ -480,7 +506,8 @@ impl Header {
             debug_assert!(w & BUFFERED != 0);
             let live = count(w) > 0 && w & (DOOMED | CLAIMED) == 0;
             let new = if live && w & ARMED != 0 {
-                (w + INC) & !(BUFFERED | ARMED)
+                check_count(w);
+                inc(w) & !(BUFFERED | ARMED)
             } else {
                 w & !(BUFFERED | ARMED)
             };
@@ -545,10 +572,7 @@ impl Header {
             if count(w) != 1 || w & (DOOMED | CLAIMED | GONE) != 0 {
                 return None;
             }
-            match self
-                .word
-                .compare_exchange_weak(w, w + DEC, Acquire, Acquire)
-            {
+            match self.word.compare_exchange_weak(w, dec(w), Acquire, Acquire) {
                 Ok(_) => return Some(w),
                 Err(actual) => w = actual,
             }

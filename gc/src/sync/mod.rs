@@ -63,7 +63,11 @@
 //! members are marked dead (`Deref` panics, `try_deref` returns `None`),
 //! every value is dropped (a panicking `Drop` does not stop the others and is
 //! re-raised afterwards), then the holds are released and memory follows
-//! `Arc`'s weak protocol. Drops and collections use explicit work lists,
+//! `Arc`'s weak protocol. A collection runs as a drop batch (`drops.rs`):
+//! values whose count reaches zero during it are dropped after it, outside
+//! the collector lock, each under `catch_unwind`. A panicking `Trace` counts
+//! as a cell that could not be locked (the object is kept and buffered
+//! again) and is re-raised when the collection ends. Drops and collections use explicit work lists,
 //! never recursion proportional to the graph.
 //!
 //! # Soundness
@@ -107,12 +111,12 @@
 //! by the last of "value gone" and "buffer entry drained", so no buffer
 //! entry, `Weak` or collector ever reads a freed header. The one assumption
 //! is the `Trace` contract: the `sync::Gc` handles inside a value change only
-//! through `&mut` or inside one of the locks whose `Trace` impls this crate
-//! provides (`std` and `parking_lot` `Mutex`/`RwLock`), which hand their
-//! guards to the collector so that a cell stays locked until the hold on
-//! its targets is taken and, during validation, until `t*`. A hand-written
-//! cell type cannot do that and must not hold `sync::Gc` handles that change
-//! through `&self`. `sync::Gc` requires `T: Send + Sync`, which rules out
+//! through `&mut` or inside a lock traced with [`Tracer::trace_lock`](crate::Tracer::trace_lock)
+//! (a [`TraceLock`]: `std` and `parking_lot` `Mutex`/`RwLock`, or a lock
+//! type of your own), which hands its guard to the collector so that a cell
+//! stays locked until the hold on its targets is taken and, during
+//! validation, until `t*`. Any other cell type must not hold `sync::Gc`
+//! handles that change through `&self`. `sync::Gc` requires `T: Send + Sync`, which rules out
 //! `RefCell`/`Cell` interiors. The modification counter has 27 bits: the
 //! Δ-test could only be fooled by a multiple of 2^27 mutator operations on
 //! one member between its snapshot and its CAS that also restore its exact
@@ -258,6 +262,7 @@ mod state;
 
 #[cfg(not(loom))]
 pub use background::{collector_mode, set_collector_mode, stop_collector_thread, CollectorMode};
+pub use cells::TraceLock;
 pub use gc::{Gc, Weak};
 pub use rc::Rc;
 
@@ -303,5 +308,7 @@ pub fn set_policy(policy: Policy) {
     state::set_policy(policy);
 }
 
+#[cfg(test)]
+mod regressions;
 #[cfg(test)]
 mod tests;

@@ -11,7 +11,7 @@ use super::{collect, set_policy, state, stats, Gc, Rc, Weak};
 use crate::trace::{Trace, Tracer};
 use crate::Policy;
 
-fn serial() -> MutexGuard<'static, ()> {
+pub(super) fn serial() -> MutexGuard<'static, ()> {
     static SERIAL: Mutex<()> = Mutex::new(());
     let guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     set_policy(Policy::Manual);
@@ -19,9 +19,9 @@ fn serial() -> MutexGuard<'static, ()> {
 }
 
 /// A node with a lockable edge list and a shared drop counter.
-struct Node {
-    drops: Arc<AtomicUsize>,
-    edges: Mutex<Vec<Gc<Node>>>,
+pub(super) struct Node {
+    pub(super) drops: Arc<AtomicUsize>,
+    pub(super) edges: Mutex<Vec<Gc<Node>>>,
 }
 
 // SAFETY: reports the handles in `edges`, each once, through the mutex.
@@ -37,14 +37,14 @@ impl Drop for Node {
     }
 }
 
-fn node(drops: &Arc<AtomicUsize>) -> Gc<Node> {
+pub(super) fn node(drops: &Arc<AtomicUsize>) -> Gc<Node> {
     Gc::new(Node {
         drops: drops.clone(),
         edges: Mutex::new(Vec::new()),
     })
 }
 
-fn link(from: &Gc<Node>, to: &Gc<Node>) {
+pub(super) fn link(from: &Gc<Node>, to: &Gc<Node>) {
     from.edges.lock().unwrap().push(to.clone());
 }
 
