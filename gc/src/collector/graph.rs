@@ -46,6 +46,9 @@ struct Node {
     live: bool,
     /// Its trace could not inspect everything ([`Tracer::keep_alive`]).
     opaque: bool,
+    /// It was in a roots buffer before this collection entered it: if a
+    /// trace panics, it goes back there.
+    was_buffered: bool,
 }
 
 /// Reusable buffers for collections (kept between collections to avoid
@@ -53,6 +56,9 @@ struct Node {
 #[derive(Default)]
 pub(crate) struct Graph {
     nodes: Vec<Node>,
+    /// The first `roots` nodes are the roots, each held (one strong count)
+    /// by the collection.
+    roots: usize,
     edges: Vec<u32>,
     scratch: Vec<NonNull<()>>,
     work: Vec<u32>,
@@ -75,22 +81,34 @@ pub(crate) struct Verdict {
     pub(crate) promoted: usize,
 }
 
-/// Restores every node's header if a trace panics: clears `IN_GRAPH` and
-/// hands the roots back so that they are buffered again.
+/// Restores every node's header if a trace panics: clears `IN_GRAPH`,
+/// releases the holds on the roots, and hands the roots (and the nodes taken
+/// out of a buffer on the way) back so that they are buffered again.
 struct Unmark<'a> {
     graph: &'a mut Graph,
-    roots: usize,
     rebuffer: &'a mut dyn FnMut(NonNull<Header>),
 }
 
 impl Drop for Unmark<'_> {
     fn drop(&mut self) {
+        let roots = self.graph.roots;
         for (i, node) in self.graph.nodes.drain(..).enumerate() {
-            // SAFETY: nodes are live objects (a handle to each exists while
-            // the collection runs, and nothing frees objects during marking).
+            // SAFETY: nodes are live: roots are held, every other node is
+            // owned by a node traced before it (a `Trace` impl does not give
+            // up pointers its value owns while a collection runs), and an
+            // object whose count reaches zero in the graph is kept.
             let h = unsafe { node.object.as_ref() };
             h.clear_flag(IN_GRAPH);
-            if i < self.roots {
+            if i < roots {
+                if h.strong() == 1 {
+                    // The hold is the last reference (a trace dropped the
+                    // others). Freeing the value would run its `Drop` while
+                    // unwinding, which aborts if it panics: leak it instead.
+                    continue;
+                }
+                h.set_strong(h.strong() - 1);
+            }
+            if node.was_buffered {
                 (self.rebuffer)(node.object);
             }
         }
@@ -104,27 +122,36 @@ impl Graph {
     /// Runs mark, scan and collect-white from `roots`.
     ///
     /// `roots` must be live, alive (not `DEAD`) objects just taken out of the
-    /// roots buffers; their `BUFFERED` flag is cleared here. If a trace
-    /// panics, every root is passed to `rebuffer` (to be buffered again),
-    /// every other flag restored, and the panic propagates.
+    /// roots buffers; their `BUFFERED` flag is cleared here and each gets a
+    /// *hold* (one strong count), so that no root is freed while user code
+    /// (a `trace`) runs. On success the holds stay: the caller releases them
+    /// once the verdict is carried out (`kill` does). An object that
+    /// a trace buffers before the graph enters it is taken out of its buffer
+    /// with `unbuffer` (its slot becomes its node index). If a trace panics,
+    /// the holds are released, every root and every node taken out of a
+    /// buffer is passed to `rebuffer` (to be buffered again), every other
+    /// flag restored, and the panic propagates.
     pub(crate) fn collect(
         &mut self,
         roots: &[NonNull<Header>],
         minor: bool,
         promote: bool,
         rebuffer: &mut dyn FnMut(NonNull<Header>),
+        unbuffer: &mut dyn FnMut(NonNull<Header>),
     ) -> Verdict {
         for &root in roots {
             // SAFETY: buffered objects are live.
-            unsafe { root.as_ref() }.clear_flag(BUFFERED);
-            self.add_node(root);
+            let h = unsafe { root.as_ref() };
+            h.clear_flag(BUFFERED);
+            h.inc_strong();
+            self.add_node(root, true);
         }
+        self.roots = roots.len();
         let unmark = Unmark {
             graph: self,
-            roots: roots.len(),
             rebuffer,
         };
-        unmark.graph.mark(minor);
+        unmark.graph.mark(minor, unbuffer);
         let consistent = unmark.graph.trial_counts();
         // From here on no user code runs until the verdict is out.
         core::mem::forget(unmark);
@@ -132,13 +159,15 @@ impl Graph {
         self.collect_white(minor, promote)
     }
 
-    fn add_node(&mut self, object: NonNull<Header>) -> u32 {
+    /// Makes `object` a node. Its `BUFFERED` flag must be clear: the slot
+    /// becomes the node index.
+    fn add_node(&mut self, object: NonNull<Header>, was_buffered: bool) -> u32 {
         // Indices are u32 to halve the graph's memory; four billion objects
         // in one collection would exhaust memory long before.
         let index = u32::try_from(self.nodes.len()).expect("collection graph too large");
         // SAFETY: callers pass live objects reached through handles.
         let h = unsafe { object.as_ref() };
-        debug_assert!(!h.has(IN_GRAPH) && h.is_alive());
+        debug_assert!(!h.has(IN_GRAPH | BUFFERED) && h.is_alive());
         h.set_slot_and_flag(index as usize, IN_GRAPH);
         self.nodes.push(Node {
             object,
@@ -147,12 +176,19 @@ impl Graph {
             end_edge: 0,
             live: false,
             opaque: false,
+            was_buffered,
         });
         index
     }
 
     /// Step 1: traces every node once, discovering new nodes as it goes.
-    fn mark(&mut self, minor: bool) {
+    ///
+    /// User code runs here (`trace`, and whatever it drops). It may clone,
+    /// drop and buffer handles and call `collect()` (deferred); a node cannot
+    /// be freed meanwhile (roots are held, the others owned by traced values)
+    /// and cannot be buffered (`IN_GRAPH` stops it); a node's count that
+    /// reaches zero anyway (a broken `Trace`) keeps the object, leaked.
+    fn mark(&mut self, minor: bool, unbuffer: &mut dyn FnMut(NonNull<Header>)) {
         // Taken for the whole loop; if a trace panics only its capacity is lost.
         let mut scratch = core::mem::take(&mut self.scratch);
         let mut i = 0;
@@ -174,8 +210,13 @@ impl Graph {
                 }
                 let j = if flags & IN_GRAPH != 0 {
                     t.slot() as u32
+                } else if flags & BUFFERED != 0 {
+                    // A trace dropped a clone of it (before or after the
+                    // collection began): its slot is about to be reused.
+                    unbuffer(target);
+                    self.add_node(target, true)
                 } else {
-                    self.add_node(target)
+                    self.add_node(target, false)
                 };
                 self.edges.push(j);
             }
@@ -190,12 +231,14 @@ impl Graph {
     }
 
     /// Computes trial counts. Returns `false` if some count went below zero,
-    /// which only a `Trace` impl that reports pointers it does not own can
-    /// cause; the collection then keeps everything.
+    /// which only a `Trace` impl that breaks its contract can cause; the
+    /// collection then keeps everything.
     fn trial_counts(&mut self) -> bool {
-        for node in &mut self.nodes {
+        for (i, node) in self.nodes.iter_mut().enumerate() {
             // SAFETY: nodes are live.
-            node.trial = unsafe { node.object.as_ref() }.strong() as isize;
+            let strong = unsafe { node.object.as_ref() }.strong() as isize;
+            // A root's hold is not a reference from outside.
+            node.trial = strong - isize::from(i < self.roots);
         }
         for &target in &self.edges {
             self.nodes[target as usize].trial -= 1;

@@ -53,7 +53,7 @@ use std::time::{Duration, Instant};
 
 use self::graph::Graph;
 use crate::drop_queue;
-use crate::header::{self, Header, BUFFERED, DEAD, OLD};
+use crate::header::{self, Header, BUFFERED, DEAD, IN_GRAPH, OLD};
 use crate::policy::Policy;
 use crate::stats::Stats;
 #[cfg(doc)]
@@ -333,7 +333,7 @@ pub(crate) fn buffer(object: NonNull<Header>) {
 pub(crate) unsafe fn release(object: NonNull<Header>) {
     // SAFETY: the implicit weak reference keeps the header live.
     let h = unsafe { object.as_ref() };
-    if h.flags() & (BUFFERED | OLD | DEAD) != 0 {
+    if h.flags() & (BUFFERED | OLD | DEAD | IN_GRAPH) != 0 {
         // SAFETY: forwarded.
         return unsafe { release_flagged(object) };
     }
@@ -359,6 +359,12 @@ pub(crate) unsafe fn release(object: NonNull<Header>) {
 unsafe fn release_flagged(object: NonNull<Header>) {
     // SAFETY: the implicit weak reference keeps the header live.
     let h = unsafe { object.as_ref() };
+    if h.has(IN_GRAPH) {
+        // Only a `Trace` impl that gives up a pointer its value owns during
+        // a collection gets here: the graph still refers to the object, so
+        // keep it (leak) rather than free it under the graph's feet.
+        return;
+    }
     if h.has(BUFFERED) {
         let removed = STATE.try_with(|state| match state.try_borrow_mut() {
             Ok(mut state) => {
@@ -450,13 +456,15 @@ fn run(kind: Kind) {
     let Ok((mut roots, mut graph, promote)) = taken else {
         return;
     };
-    let verdict = graph.collect(&roots, kind == Kind::Minor, promote, &mut |root| {
-        STATE.with(|state| state.borrow_mut().push(root))
-    });
-    roots.clear();
+    let verdict = graph.collect(
+        &roots,
+        kind == Kind::Minor,
+        promote,
+        &mut |root| STATE.with(|state| state.borrow_mut().push(root)),
+        &mut |object| STATE.with(|state| state.borrow_mut().remove(object)),
+    );
     STATE.with(|state| {
         let mut state = state.borrow_mut();
-        state.spare = roots;
         for &object in &graph.retry {
             // SAFETY: live objects of the graph (no user code has run since
             // the verdict, so none was freed).
@@ -471,11 +479,13 @@ fn run(kind: Kind) {
             .set(c.old_objects.get() + verdict.promoted as u64);
         c.live.set(c.live.get() - freed as u64);
     });
-    let outcome = panic::catch_unwind(AssertUnwindSafe(|| kill(&graph.garbage)));
+    let outcome = panic::catch_unwind(AssertUnwindSafe(|| kill(&graph.garbage, &roots)));
     graph.garbage.clear();
+    roots.clear();
     let pause = start.elapsed();
     STATE.with(|state| {
         let mut state = state.borrow_mut();
+        state.spare = roots;
         state.graph = graph;
         state.account(kind, verdict.traced, freed, verdict.promoted, pause);
     });
@@ -493,8 +503,9 @@ fn run(kind: Kind) {
     }
 }
 
-/// Frees a set of garbage objects (see the module docs for the order).
-fn kill(garbage: &[NonNull<Header>]) {
+/// Frees a set of garbage objects (see the module docs for the order) and
+/// releases the holds the graph took on the collection's `roots`.
+fn kill(garbage: &[NonNull<Header>], roots: &[NonNull<Header>]) {
     for &object in garbage {
         // SAFETY: garbage objects are live: each has handles, from other
         // members.
@@ -507,6 +518,19 @@ fn kill(garbage: &[NonNull<Header>]) {
         h.inc_strong();
     }
     drop_queue::batch(|| {
+        for &root in roots {
+            // SAFETY: the hold keeps the root live until here.
+            let h = unsafe { root.as_ref() };
+            let strong = h.strong() - 1;
+            h.set_strong(strong);
+            if strong == 0 {
+                // A trace dropped the root's other handles and the verdict
+                // kept it (it is never garbage then: garbage is held above).
+                // Free it by counting; inside the batch this only queues it.
+                // SAFETY: the hold was the last strong reference.
+                unsafe { release(root) };
+            }
+        }
         let mut first_panic = None;
         // One `catch_unwind` for the whole run, resumed after a panic at the
         // next object.
