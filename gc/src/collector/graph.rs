@@ -226,7 +226,7 @@ impl Graph {
                     continue;
                 }
                 let j = if flags & IN_GRAPH != 0 {
-                    t.slot() as usize
+                    t.slot()
                 } else if flags & BUFFERED != 0 {
                     // A trace dropped a clone of it (before or after the
                     // collection began): its slot is about to be reused.
