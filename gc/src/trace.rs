@@ -24,7 +24,9 @@
 //!    owns (no `take()` from a cell). It *may* clone pointers and drop its
 //!    clones, allocate, upgrade `Weak`s, drop handles that no value owns, call
 //!    `collect()` (deferred until the running collection ends) and panic: the
-//!    collectors stay consistent through all of that.
+//!    collectors stay consistent through all of that. (A `sync::Gc` cloned
+//!    or dropped while traced changes its header word, so the thread-safe
+//!    collector's validation fails on every attempt: that cycle leaks.)
 //! 3. `MAY_CONTAIN_GC` is `false` only if no value of the type can own a
 //!    collected pointer, directly or through fields (generic ones included).
 //! 4. A `sync::Gc` inside a value changes only through `&mut` or inside one of
