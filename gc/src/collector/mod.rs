@@ -34,15 +34,18 @@
 //! * Manual: only [`collect`].
 //!
 //! # Freeing garbage
-//! First every garbage object is flagged `DEAD` and given a *hold* (one extra
-//! strong count), so that no member is freed while the others' values are
-//! dropped; then the values are dropped (a panic in one does not stop the
-//! others, the first is re-raised afterwards); then the holds are released and
-//! the memory of every object without handles is freed. A handle that survives
-//! (a `Drop` stored a clone of a member somewhere) points to a dead object:
-//! dereferencing it panics, [`crate::Gc::try_deref`] returns `None`, and its
-//! memory is freed when that handle goes. A collection requested while one is
-//! running (from a `Drop`, say) runs right after it.
+//! The pass that judges the graph also flags every garbage object `DEAD` and
+//! gives it a *hold* (one extra strong count), so that no member is freed
+//! while its own value is still to be dropped. Then each value is dropped in
+//! turn and its hold released at once: a member's memory goes back to the
+//! allocator as soon as the members that point to it have been dropped (the
+//! last handle's `release` sees `DEAD`): frees follow the drops, one by one,
+//! instead of one batch after all of them. A panic in one `Drop` does not
+//! stop the others; the first is re-raised afterwards. A handle that
+//! survives (a `Drop` stored a clone of a member somewhere) points to a dead
+//! object: dereferencing it panics, [`crate::Gc::try_deref`] returns `None`,
+//! and its memory is freed when that handle goes. A collection requested
+//! while one is running (from a `Drop`, say) runs right after it.
 
 mod graph;
 
@@ -53,7 +56,7 @@ use std::time::{Duration, Instant};
 
 use self::graph::Graph;
 use crate::drop_queue;
-use crate::header::{self, Header, BUFFERED, DEAD, OLD};
+use crate::header::{self, Header, BUFFERED, DEAD, IN_GRAPH, OLD};
 use crate::policy::Policy;
 use crate::stats::Stats;
 #[cfg(doc)]
@@ -333,7 +336,7 @@ pub(crate) fn buffer(object: NonNull<Header>) {
 pub(crate) unsafe fn release(object: NonNull<Header>) {
     // SAFETY: the implicit weak reference keeps the header live.
     let h = unsafe { object.as_ref() };
-    if h.flags() & (BUFFERED | OLD | DEAD) != 0 {
+    if h.flags() & (BUFFERED | OLD | DEAD | IN_GRAPH) != 0 {
         // SAFETY: forwarded.
         return unsafe { release_flagged(object) };
     }
@@ -359,6 +362,12 @@ pub(crate) unsafe fn release(object: NonNull<Header>) {
 unsafe fn release_flagged(object: NonNull<Header>) {
     // SAFETY: the implicit weak reference keeps the header live.
     let h = unsafe { object.as_ref() };
+    if h.has(IN_GRAPH) {
+        // Only a `Trace` impl that gives up a pointer its value owns during
+        // a collection gets here: the graph still refers to the object, so
+        // keep it (leak) rather than free it under the graph's feet.
+        return;
+    }
     if h.has(BUFFERED) {
         let removed = STATE.try_with(|state| match state.try_borrow_mut() {
             Ok(mut state) => {
@@ -450,13 +459,15 @@ fn run(kind: Kind) {
     let Ok((mut roots, mut graph, promote)) = taken else {
         return;
     };
-    let verdict = graph.collect(&roots, kind == Kind::Minor, promote, &mut |root| {
-        STATE.with(|state| state.borrow_mut().push(root))
-    });
-    roots.clear();
+    let verdict = graph.collect(
+        &roots,
+        kind == Kind::Minor,
+        promote,
+        &mut |root| STATE.with(|state| state.borrow_mut().push(root)),
+        &mut |object| STATE.with(|state| state.borrow_mut().remove(object)),
+    );
     STATE.with(|state| {
         let mut state = state.borrow_mut();
-        state.spare = roots;
         for &object in &graph.retry {
             // SAFETY: live objects of the graph (no user code has run since
             // the verdict, so none was freed).
@@ -468,14 +479,17 @@ fn run(kind: Kind) {
     let freed = graph.garbage.len();
     COUNTERS.with(|c| {
         c.old_objects
-            .set(c.old_objects.get() + verdict.promoted as u64);
+            .set(c.old_objects.get() + verdict.promoted as u64 - verdict.old_garbage as u64);
         c.live.set(c.live.get() - freed as u64);
     });
-    let outcome = panic::catch_unwind(AssertUnwindSafe(|| kill(&graph.garbage)));
+    let outcome = panic::catch_unwind(AssertUnwindSafe(|| kill(&graph.garbage, &graph.held)));
     graph.garbage.clear();
+    graph.held.clear();
+    roots.clear();
     let pause = start.elapsed();
     STATE.with(|state| {
         let mut state = state.borrow_mut();
+        state.spare = roots;
         state.graph = graph;
         state.account(kind, verdict.traced, freed, verdict.promoted, pause);
     });
@@ -493,20 +507,20 @@ fn run(kind: Kind) {
     }
 }
 
-/// Frees a set of garbage objects (see the module docs for the order).
-fn kill(garbage: &[NonNull<Header>]) {
-    for &object in garbage {
-        // SAFETY: garbage objects are live: each has handles, from other
-        // members.
-        let h = unsafe { object.as_ref() };
-        h.set_flag(DEAD);
-        if h.has(OLD) {
-            h.clear_flag(OLD);
-            COUNTERS.with(|c| c.old_objects.set(c.old_objects.get() - 1));
-        }
-        h.inc_strong();
-    }
+/// Frees the garbage of a collection (prepared by the graph: `DEAD`, one
+/// hold each) in drop order, and frees by counting the live roots in `held`
+/// whose hold was their last reference.
+fn kill(garbage: &[NonNull<Header>], held: &[NonNull<Header>]) {
     drop_queue::batch(|| {
+        for &root in held {
+            // SAFETY: the hold keeps the root live until here, and it was the
+            // last strong reference: freed by counting (inside the batch this
+            // only queues it).
+            unsafe {
+                root.as_ref().set_strong(0);
+                release(root);
+            }
+        }
         let mut first_panic = None;
         // One `catch_unwind` for the whole run, resumed after a panic at the
         // next object.
@@ -516,30 +530,46 @@ fn kill(garbage: &[NonNull<Header>]) {
                 while let Some(&object) = garbage.get(next) {
                     next += 1;
                     // SAFETY: the value is alive (objects become DEAD only
-                    // here, and the verdict contains no DEAD object); nothing
-                    // references it but other members and handles that see
-                    // DEAD from now on. The hold keeps the memory.
+                    // when judged, and the verdict contains no DEAD object);
+                    // nothing references it but other members and handles
+                    // that see DEAD. Its hold keeps the memory; the holds of
+                    // the members not dropped yet keep theirs.
                     unsafe { header::drop_value_erased(object) }
+                    // SAFETY: the hold is ours; the value is gone.
+                    unsafe { release_hold(object) }
                 }
             }));
             if let Err(payload) = dropped {
+                // The panicking value is dropped (unwinding finished its
+                // fields); its hold was not released yet.
+                // SAFETY: as above.
+                unsafe { release_hold(garbage[next - 1]) };
                 first_panic.get_or_insert(payload);
-            }
-        }
-        for &object in garbage {
-            // SAFETY: the hold keeps the object live until here.
-            let h = unsafe { object.as_ref() };
-            let strong = h.strong() - 1;
-            h.set_strong(strong);
-            if strong == 0 {
-                // SAFETY: no handle remains and the value is dropped.
-                unsafe { header::release_weak(object) };
             }
         }
         if let Some(payload) = first_panic {
             panic::resume_unwind(payload);
         }
     });
+}
+
+/// Releases the hold on a garbage object whose value is dropped, and frees
+/// its memory if no handle remains. Otherwise the last handle frees it (its
+/// `release` sees `DEAD`): a member is freed as soon as the members that
+/// point to it are dropped, while the allocator's caches are warm.
+///
+/// # Safety
+/// The caller owns the hold; the value is dropped.
+#[inline]
+unsafe fn release_hold(object: NonNull<Header>) {
+    // SAFETY: the hold keeps the object live until here.
+    let h = unsafe { object.as_ref() };
+    let strong = h.strong() - 1;
+    h.set_strong(strong);
+    if strong == 0 {
+        // SAFETY: no handle remains and the value is dropped.
+        unsafe { header::release_weak(object) };
+    }
 }
 
 /// Runs a full collection of this thread's cycles now.
