@@ -344,33 +344,44 @@ fn injected_panics() {
     }
 }
 
-/// Replays the fuzz target `gc_graph`'s seed corpus and the inputs that once
-/// crashed it (`fuzz/corpus/gc_graph/`, `fuzz/regressions/gc_graph/`), or
-/// only the file `RECYCLER_FUZZ_INPUT`, printing the failing operations.
+/// Replays the seed corpora of the fuzz targets `gc_graph` and `gc_panics`
+/// and the inputs that once crashed them (`fuzz/corpus/<target>/`,
+/// `fuzz/regressions/<target>/`), or only the file `RECYCLER_FUZZ_INPUT`
+/// (with injected panics if `RECYCLER_FUZZ_PANICS` is set), printing the
+/// failing operations.
 #[test]
 #[cfg_attr(miri, ignore = "reads files; the families cover the same code")]
 fn fuzz_inputs() {
     model::quiet_injected_panics();
-    let options = Options {
-        panics: true,
+    let options = |panics| Options {
+        panics,
         trace_clones: false,
     };
-    let files: Vec<std::path::PathBuf> = match std::env::var_os("RECYCLER_FUZZ_INPUT") {
-        Some(path) => vec![path.into()],
+    let inputs: Vec<(std::path::PathBuf, Options)> = match std::env::var_os("RECYCLER_FUZZ_INPUT") {
+        Some(path) => {
+            let panics = std::env::var_os("RECYCLER_FUZZ_PANICS").is_some();
+            vec![(path.into(), options(panics))]
+        }
         None => {
             let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz");
-            ["corpus/gc_graph", "regressions/gc_graph"]
-                .iter()
-                .filter_map(|dir| std::fs::read_dir(root.join(dir)).ok())
-                .flatten()
-                .map(|entry| entry.unwrap().path())
-                .collect()
+            let mut inputs = Vec::new();
+            for (target, panics) in [("gc_graph", false), ("gc_panics", true)] {
+                for dir in ["corpus", "regressions"] {
+                    let Ok(files) = std::fs::read_dir(root.join(dir).join(target)) else {
+                        continue;
+                    };
+                    for file in files {
+                        inputs.push((file.unwrap().path(), options(panics)));
+                    }
+                }
+            }
+            inputs
         }
     };
-    assert!(!files.is_empty(), "no fuzz inputs found");
-    for path in &files {
+    assert!(!inputs.is_empty(), "no fuzz inputs found");
+    for (path, options) in &inputs {
         let data = std::fs::read(path).unwrap();
-        if model::run_input(&data, options).is_err() {
+        if model::run_input(&data, *options).is_err() {
             panic!("fuzz input {} failed (see above)", path.display());
         }
     }

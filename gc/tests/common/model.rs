@@ -115,9 +115,11 @@ impl Choose for Bytes {
     }
 }
 
-/// The payload of every injected panic (anything else is a real failure).
-#[derive(Debug)]
-pub struct Injected;
+#[path = "injected.rs"]
+mod injected;
+
+pub use injected::quiet_injected_panics;
+use injected::{caught, inject};
 
 thread_local! {
     static DROPPED: RefCell<Vec<usize>> = const { RefCell::new(Vec::new()) };
@@ -154,8 +156,8 @@ impl Drop for Node {
             let at = a.iter().position(|&id| id == self.id);
             at.map(|at| a.swap_remove(at)).is_some()
         });
-        if armed && !std::thread::panicking() {
-            panic::panic_any(Injected);
+        if armed {
+            inject();
         }
     }
 }
@@ -169,7 +171,7 @@ unsafe impl Trace for Node {
         if countdown > 0 && !std::thread::panicking() {
             TRACE_PANIC_IN.set(countdown - 1);
             if countdown == 1 {
-                panic::panic_any(Injected);
+                inject();
             }
         }
         if TRACE_CLONES.get() {
@@ -837,7 +839,7 @@ impl World {
         arm(&drops, trace_in);
         let before = recycler::stats().collections();
         // The model is updated before the real drop, which may unwind.
-        let outcome = panic::catch_unwind(AssertUnwindSafe(|| match what {
+        let panicked = caught(|| match what {
             // (Counted below: an interrupted collection may not count.)
             Armed::Collect => recycler::collect(),
             Armed::CollectMinor => recycler::collect_minor(),
@@ -851,16 +853,11 @@ impl World {
                     drop(removed);
                 });
             }
-        }));
+        });
         disarm();
         if matches!(what, Armed::Collect | Armed::CollectMinor) {
             self.explicit_collections += recycler::stats().collections() - before;
         }
-        let panicked = match outcome {
-            Ok(()) => false,
-            Err(payload) if payload.is::<Injected>() => true,
-            Err(payload) => panic::resume_unwind(payload),
-        };
         if let Some(Op::Panicking { panicked: p, .. }) = self.log.back_mut() {
             *p = panicked;
         }
@@ -1232,20 +1229,6 @@ impl World {
         self.coverage.automatic_collections = stats.collections() - self.explicit_collections;
         self.coverage.freed_by_collector = stats.freed_by_collector;
     }
-}
-
-/// Silences the panic hook for [`Injected`] panics (anything else goes to
-/// the hook that was installed before), once per process.
-pub fn quiet_injected_panics() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        let previous = panic::take_hook();
-        panic::set_hook(Box::new(move |info| {
-            if !info.payload().is::<Injected>() {
-                previous(info);
-            }
-        }));
-    });
 }
 
 /// Runs one case on a fresh thread (fresh collector state): the plan is
