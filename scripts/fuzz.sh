@@ -42,6 +42,7 @@ flags=(-max_total_time="$seconds" -timeout=30 -rss_limit_mb=2048 -print_final_st
 # LeakSanitizer would report every injected panic.
 if [[ "$target" == gc_panics || ( "$target" == sync_graph && "${FUZZ_FEATURES:-}" == *unfixed* ) ]]; then
     flags+=(-detect_leaks=0)
+    export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
 fi
 
 cd fuzz

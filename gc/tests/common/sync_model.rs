@@ -441,12 +441,11 @@ impl World {
                 stack.push(edge.clone());
             }
         }
-        for id in 0..created {
+        for (id, &reachable) in reachable.iter().enumerate() {
             let dropped = self.flags.dropped[id].load(SeqCst);
             assert_eq!(
-                dropped, !reachable[id],
-                "node {id}: reachable {}, dropped {dropped}",
-                reachable[id]
+                dropped, !reachable,
+                "node {id}: reachable {reachable}, dropped {dropped}"
             );
         }
         let mut seen = vec![false; created];
