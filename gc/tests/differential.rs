@@ -380,7 +380,7 @@ fn fuzz_inputs() {
     };
     assert!(!inputs.is_empty(), "no fuzz inputs found");
     for (path, options) in &inputs {
-        let data = std::fs::read(path).unwrap();
+        let data = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         if model::run_input(&data, *options).is_err() {
             panic!("fuzz input {} failed (see above)", path.display());
         }

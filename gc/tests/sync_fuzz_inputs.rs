@@ -31,7 +31,7 @@ fn sync_fuzz_inputs() {
     };
     assert!(!files.is_empty(), "no fuzz inputs found");
     for path in &files {
-        let data = std::fs::read(path).unwrap();
+        let data = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         eprintln!("{}", path.display());
         let panics = std::env::var_os("RECYCLER_FUZZ_PANICS").is_some();
         sync_model::run_input(&data, Options { panics });

@@ -2,18 +2,39 @@
 //! payload type that marks them, a panic hook that keeps them quiet, and a
 //! `catch_unwind` that accepts only them.
 
+use std::cell::Cell;
 use std::panic::{self, AssertUnwindSafe};
 
 /// The payload of every injected panic (anything else is a real failure).
 #[derive(Debug)]
 pub struct Injected;
 
-/// Panics with [`Injected`], unless the thread is already unwinding (a
-/// second panic would abort, as in any Rust program).
+thread_local! {
+    static COLLECTING: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Panics with [`Injected`], unless the thread is already unwinding outside
+/// [`collecting`] (a second panic aborts, as in any Rust program: a test
+/// that drops two armed handles in one scope would abort by its own fault).
 pub fn inject() {
-    if !std::thread::panicking() {
+    if !std::thread::panicking() || COLLECTING.get() {
         panic::panic_any(Injected);
     }
+}
+
+/// Runs an explicit collection. Inside it every value is dropped by the
+/// collector, which must catch each panic and never drop a value while a
+/// panic unwinds through it: there an armed node panics even during
+/// unwinding, and the abort that follows is the collector's failure.
+pub fn collecting<R>(f: impl FnOnce() -> R) -> R {
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            COLLECTING.set(self.0);
+        }
+    }
+    let _restore = Restore(COLLECTING.replace(true));
+    f()
 }
 
 /// Runs `f`; returns whether it panicked with [`Injected`] and re-raises

@@ -42,8 +42,10 @@
 //! still drops every unreachable node, and later collections are exact.
 //! Arming is confined to those operations, whose model update comes before
 //! the real drop, so an unwinding step never leaves the model behind. An
-//! armed node never panics while the thread is already unwinding (that
-//! would abort, as in any Rust program).
+//! armed node does not panic while the thread is already unwinding (that
+//! aborts, as in any Rust program), except inside an explicit collection,
+//! where only the collector drops values and must never drop one while a
+//! panic unwinds through it (`injected.rs`).
 //!
 //! [`Plan::trace_clones`] makes every `trace` clone and drop each handle it
 //! reports, an impl the README's contract allows (issue 12, defect 5).
@@ -119,7 +121,7 @@ impl Choose for Bytes {
 mod injected;
 
 pub use injected::quiet_injected_panics;
-use injected::{caught, inject};
+use injected::{caught, collecting, inject};
 
 thread_local! {
     static DROPPED: RefCell<Vec<usize>> = const { RefCell::new(Vec::new()) };
@@ -168,7 +170,7 @@ impl Drop for Node {
 unsafe impl Trace for Node {
     fn trace(&self, tracer: &mut Tracer<'_>) {
         let countdown = TRACE_PANIC_IN.get();
-        if countdown > 0 && !std::thread::panicking() {
+        if countdown > 0 {
             TRACE_PANIC_IN.set(countdown - 1);
             if countdown == 1 {
                 inject();
@@ -841,8 +843,8 @@ impl World {
         // The model is updated before the real drop, which may unwind.
         let panicked = caught(|| match what {
             // (Counted below: an interrupted collection may not count.)
-            Armed::Collect => recycler::collect(),
-            Armed::CollectMinor => recycler::collect_minor(),
+            Armed::Collect => collecting(recycler::collect),
+            Armed::CollectMinor => collecting(recycler::collect_minor),
             Armed::DropRoot { slot, .. } => drop(self.roots.swap_remove(slot)),
             Armed::Unlink { from, index } => {
                 let to = self.adj[from].remove(index);

@@ -34,7 +34,9 @@
 //! makes one of the next `trace` calls panic and collects. Each operation
 //! runs under `catch_unwind`, which accepts only the [`Injected`] payload. A
 //! panicking `Drop` may fire on whichever thread drops the node (a counting
-//! drop, or a collection on any thread). Allowed only with
+//! drop, or a collection on any thread); inside an explicit collection it
+//! panics even while the thread unwinds, so a collector that drops a value
+//! during unwinding aborts the run (see `injected.rs`). Allowed only with
 //! [`Options::panics`] (issue 12, defects 3 and 4: the sync collector does
 //! not yet keep its guarantees there).
 
@@ -56,7 +58,7 @@ const MAX_OPS: usize = 4096;
 mod injected;
 
 pub use injected::quiet_injected_panics;
-use injected::{caught, inject};
+use injected::{caught, collecting, inject};
 
 /// What the nodes of one program share.
 struct Flags {
@@ -348,7 +350,7 @@ impl World {
             }
             Op::Collect => {
                 drop((roots, weaks));
-                sync::collect();
+                collecting(sync::collect);
             }
             Op::CollectLocked(a, drop_edge) => {
                 if let Some(a) = index(a, roots.len()) {
@@ -358,7 +360,7 @@ impl World {
                     if drop_edge {
                         drop(edges.pop());
                     }
-                    sync::collect();
+                    collecting(sync::collect);
                 }
             }
             Op::GetMut(a) => {
@@ -396,7 +398,7 @@ impl World {
             Op::PanicTrace(n) => {
                 drop((roots, weaks));
                 self.flags.trace_panic_in.store(1 + n as usize % 8, SeqCst);
-                sync::collect();
+                collecting(sync::collect);
             }
         }
     }
