@@ -590,6 +590,21 @@ impl World {
         }
     }
 
+    /// An edge (its node and index) of a reachable node.
+    fn pick_edge(&self, rng: &mut dyn Choose, reach: &Reach) -> Option<(usize, usize)> {
+        let with_edges: Vec<usize> = reach
+            .order
+            .iter()
+            .copied()
+            .filter(|&id| !self.adj[id].is_empty())
+            .collect();
+        if with_edges.is_empty() {
+            return None;
+        }
+        let from = with_edges[rng.below(with_edges.len())];
+        Some((from, rng.below(self.adj[from].len())))
+    }
+
     /// A reachable node among the oldest third (by id) of the reachable ones.
     fn pick_older(&self, rng: &mut dyn Choose, reach: &Reach) -> Option<usize> {
         let mut ids = reach.order.clone();
@@ -648,17 +663,9 @@ impl World {
             self.with_node(&reach, from, clones, |a| a.edges.borrow_mut().push(b));
             self.adj[from].push(to);
         } else if is(mix.unlink) {
-            let with_edges: Vec<usize> = reach
-                .order
-                .iter()
-                .copied()
-                .filter(|&id| !self.adj[id].is_empty())
-                .collect();
-            if with_edges.is_empty() {
+            let Some((from, index)) = self.pick_edge(rng, &reach) else {
                 return;
-            }
-            let from = with_edges[rng.below(with_edges.len())];
-            let index = rng.below(self.adj[from].len());
+            };
             let in_borrow = rng.chance(0.3);
             let clones = rng.chance(mix.clones);
             self.record(Op::Unlink {
@@ -816,17 +823,9 @@ impl World {
                 }
             }
             3 => {
-                let with_edges: Vec<usize> = reach
-                    .order
-                    .iter()
-                    .copied()
-                    .filter(|&id| !self.adj[id].is_empty())
-                    .collect();
-                if with_edges.is_empty() {
+                let Some((from, index)) = self.pick_edge(rng, reach) else {
                     return;
-                }
-                let from = with_edges[rng.below(with_edges.len())];
-                let index = rng.below(self.adj[from].len());
+                };
                 drops[0] = Some(self.adj[from][index]);
                 Armed::Unlink { from, index }
             }
