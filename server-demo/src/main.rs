@@ -10,12 +10,14 @@
 mod chart;
 mod child;
 mod compare;
+mod conn;
 mod family;
 mod graph;
 mod hubs;
 mod jsondoc;
 mod listen;
 mod load;
+mod log;
 mod mode;
 mod procfs;
 mod server;
@@ -90,7 +92,9 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            // Not `eprintln!`: with stderr a closed pipe it would panic
+            // and turn the exit code 1 into 101.
+            log::stderr_line(format_args!("error: {e:#}"));
             ExitCode::FAILURE
         }
     }
