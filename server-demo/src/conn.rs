@@ -470,17 +470,23 @@ impl Clock {
         }
     }
 
-    /// Completes when a deadline passes with nothing having moved it. One
-    /// timer per connection, re-armed only when it fires.
+    /// Completes when a deadline passes with nothing having moved it.
+    ///
+    /// One timer per connection, re-armed when it fires, not on every
+    /// request: a phase change can only set a deadline at least the
+    /// shorter timeout after it happens, so waking at the current deadline
+    /// or after the shorter timeout, whichever comes first, never misses
+    /// one.
     async fn expired(&self, limits: &Limits) -> Timeout {
+        let check = limits.header_timeout.min(limits.idle_timeout).as_millis() as u64;
         loop {
-            let (deadline, _) = self.deadline(limits);
-            let at = self.base + Duration::from_millis(deadline);
-            tokio::time::sleep_until(at.into()).await;
             let (deadline, kind) = self.deadline(limits);
-            if deadline <= self.now() {
+            let now = self.now();
+            if deadline <= now {
                 return kind;
             }
+            let at = deadline.min(now + check);
+            tokio::time::sleep_until((self.base + Duration::from_millis(at)).into()).await;
         }
     }
 }

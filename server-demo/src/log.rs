@@ -14,21 +14,70 @@
 use std::fmt;
 use std::io::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::mpsc::{sync_channel, SyncSender, TrySendError};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
 
-/// Lines that could not be written.
+/// Lines that could not be written, or were dropped with the queue full.
 static WRITE_ERRORS: AtomicU64 = AtomicU64::new(0);
+/// Lines queued, and lines the logger thread is done with.
+static QUEUED: AtomicU64 = AtomicU64::new(0);
+static DONE: AtomicU64 = AtomicU64::new(0);
 
-/// Writes one line, `server-demo: ` and the message, to stderr; never panics.
+/// Lines waiting for the logger thread at most.
+const QUEUE: usize = 1024;
+
+/// Queues one line, `server-demo: ` and the message, for stderr; never
+/// panics, never blocks.
 #[macro_export]
 macro_rules! log {
     ($($arg:tt)*) => {
-        $crate::log::stderr_line(format_args!($($arg)*))
+        $crate::log::queue_line(format_args!($($arg)*))
     };
 }
 
 /// The body of [`log!`](crate::log!).
-pub fn stderr_line(args: fmt::Arguments<'_>) {
+pub fn queue_line(args: fmt::Arguments<'_>) {
+    static LOGGER: OnceLock<Option<SyncSender<String>>> = OnceLock::new();
+    let logger = LOGGER.get_or_init(|| {
+        let (tx, rx) = sync_channel::<String>(QUEUE);
+        let spawned = std::thread::Builder::new()
+            .name("logger".into())
+            .spawn(move || {
+                for line in rx {
+                    write_stderr(&line);
+                    DONE.fetch_add(1, Relaxed);
+                }
+            });
+        spawned.ok().map(|_| tx)
+    });
     let line = format!("server-demo: {args}\n");
+    let Some(tx) = logger else {
+        // No thread (out of resources at the first line): write here.
+        return write_stderr(&line);
+    };
+    QUEUED.fetch_add(1, Relaxed);
+    if let Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) = tx.try_send(line) {
+        WRITE_ERRORS.fetch_add(1, Relaxed);
+        DONE.fetch_add(1, Relaxed);
+    }
+}
+
+/// Waits up to `timeout` for the queued lines to be written.
+pub fn flush(timeout: Duration) {
+    let start = Instant::now();
+    while DONE.load(Relaxed) < QUEUED.load(Relaxed) && start.elapsed() < timeout {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// Writes one line, `server-demo: ` and the message, to stderr in the
+/// calling thread (for `main`'s last word); never panics.
+pub fn stderr_line(args: fmt::Arguments<'_>) {
+    write_stderr(&format!("server-demo: {args}\n"));
+}
+
+fn write_stderr(line: &str) {
     if std::io::stderr().lock().write_all(line.as_bytes()).is_err() {
         WRITE_ERRORS.fetch_add(1, Relaxed);
     }

@@ -89,6 +89,7 @@ fn main() -> ExitCode {
         Command::Load(args) => load::run(args),
         Command::Compare(args) => compare::run(args),
     };
+    log::flush(Duration::from_millis(200));
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

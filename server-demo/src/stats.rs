@@ -158,7 +158,8 @@ pub struct ConnStats {
     pub closed_after_body: u64,
     /// `malloc_trim` calls after the last connection closed.
     pub malloc_trims: u64,
-    /// Log lines lost because stderr or stdout could not be written.
+    /// Log lines lost: stderr or stdout could not be written, or the log
+    /// queue was full (a stderr nobody reads).
     pub log_write_errors: u64,
     /// `--header-timeout`, seconds.
     pub header_timeout_s: f64,
