@@ -7,6 +7,7 @@
 //! re-walking the live async graph; a generational collector reclaims them
 //! without that cost.
 
+mod attack;
 mod chart;
 mod child;
 mod compare;
