@@ -53,6 +53,7 @@ enum Fate {
 #[derive(Default)]
 struct Probe {
     ok: u64,
+    refused: u64,
     failed: u64,
     max_latency: Duration,
 }
@@ -136,8 +137,9 @@ pub fn run(
         );
     }
     println!(
-        "probe: {} ok, {} failed, max latency {:.1} ms",
+        "probe: {} ok, {} refused with 503, {} failed or timed out (2 s), max latency {:.1} ms",
         probe.ok,
+        probe.refused,
         probe.failed,
         probe.max_latency.as_secs_f64() * 1e3
     );
@@ -236,10 +238,11 @@ async fn probe(target: Target, deadline: Instant) -> Probe {
             stream.write_all(request.as_bytes()).await?;
             let mut head = [0u8; 12];
             stream.read_exact(&mut head).await?;
-            std::io::Result::Ok(&head == b"HTTP/1.1 200")
+            std::io::Result::Ok(head)
         };
         match tokio::time::timeout(Duration::from_secs(2), once).await {
-            Ok(Ok(true)) => p.ok += 1,
+            Ok(Ok(head)) if &head == b"HTTP/1.1 200" => p.ok += 1,
+            Ok(Ok(head)) if &head == b"HTTP/1.1 503" => p.refused += 1,
             _ => p.failed += 1,
         }
         p.max_latency = p.max_latency.max(start.elapsed());

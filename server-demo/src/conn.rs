@@ -34,8 +34,9 @@
 //! a [`TokioTimer`]) starts when it begins waiting for a request head, at the
 //! start and after every response, so it covers the idle wait and the head
 //! together and cannot tell a quiet keep-alive client (fine for 60 s) from a
-//! slowloris (not fine for 10 s). It is set to the larger of the two timeouts
-//! as a backstop: bytes read while a request is being handled may be the
+//! slowloris (not fine for 10 s). It is set to the sum of the two timeouts
+//! (an idle wait followed by a slow head), as a backstop that the watchdog
+//! normally beats: bytes read while a request is being handled may be the
 //! start of a pipelined head, and the watchdog, which cannot see inside
 //! hyper's buffer, then starts that head's clock when the request ends.
 //!
@@ -322,7 +323,7 @@ where
     let limits = &guard.limits;
     let conn = hyper::server::conn::http1::Builder::new()
         .timer(TokioTimer::new())
-        .header_read_timeout(limits.header_timeout.max(limits.idle_timeout))
+        .header_read_timeout(limits.header_timeout + limits.idle_timeout)
         .keep_alive(true)
         .serve_connection(io, service);
     let conn = graceful.watch(conn);
@@ -332,7 +333,7 @@ where
                 // Other errors are the client's (reset, malformed request
                 // already answered with 400): nothing to do but close.
                 if result.is_err_and(|e| e.is_timeout()) {
-                    guard.timed_out(Timeout::Idle);
+                    guard.timed_out(Timeout::Header);
                 }
             }
             kind = clock.expired(&guard.limits) => guard.timed_out(kind),
