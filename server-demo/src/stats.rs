@@ -156,8 +156,10 @@ pub struct ConnStats {
     /// Responses sent with `Connection: close` because the request body
     /// was too large or too slow to drain.
     pub closed_after_body: u64,
-    /// `malloc_trim` calls after the last connection closed.
+    /// `malloc_trim` calls after bursts of connections.
     pub malloc_trims: u64,
+    /// Time spent in them, seconds.
+    pub malloc_trim_s: f64,
     /// Log lines lost: stderr or stdout could not be written, or the log
     /// queue was full (a stderr nobody reads).
     pub log_write_errors: u64,
