@@ -7,15 +7,18 @@
 //! re-walking the live async graph; a generational collector reclaims them
 //! without that cost.
 
+mod attack;
 mod chart;
 mod child;
 mod compare;
+mod conn;
 mod family;
 mod graph;
 mod hubs;
 mod jsondoc;
 mod listen;
 mod load;
+mod log;
 mod mode;
 mod procfs;
 mod server;
@@ -87,10 +90,13 @@ fn main() -> ExitCode {
         Command::Load(args) => load::run(args),
         Command::Compare(args) => compare::run(args),
     };
+    log::flush(Duration::from_millis(200));
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            // Not `eprintln!`: with stderr a closed pipe it would panic
+            // and turn the exit code 1 into 101.
+            log::stderr_line(format_args!("error: {e:#}"));
             ExitCode::FAILURE
         }
     }
