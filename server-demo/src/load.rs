@@ -195,6 +195,7 @@ impl Tally {
 /// Runs `args` and prints the report.
 pub fn run(args: &LoadArgs) -> anyhow::Result<()> {
     let target = Target::parse(&args.url)?;
+    crate::compare::ensure_descriptors(args.connections)?;
     eprintln!(
         "loading {} with {} connections on {} threads for {:?}",
         args.url, args.connections, args.threads, args.duration

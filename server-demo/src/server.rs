@@ -25,7 +25,7 @@ use hyper_util::rt::TokioIo;
 use hyper_util::server::graceful::GracefulShutdown;
 use tokio::sync::{mpsc, watch};
 
-use crate::family::{Family, GcFamily, RcFamily};
+use crate::family::{Family, GcAllCyclicFamily, GcFamily, RcFamily, WeakRcFamily};
 use crate::graph;
 use crate::hubs::Hubs;
 use crate::mode::{Mode, Runtime};
@@ -53,6 +53,10 @@ pub struct ServeArgs {
     /// work-stealing runtime with the thread-safe `recycler::sync` pointers.
     #[arg(long, value_enum, default_value_t = Runtime::PerThread)]
     pub runtime: Runtime,
+    /// Nim 1.6.12 defects of `--mm orc-nim16-faithful`: all, none, or a list
+    /// of all-cyclic, shared-threshold, locked-alloc.
+    #[arg(long, default_value = "all", value_parser = crate::mode::Defects::parse)]
+    pub nim16_defects: crate::mode::Defects,
 }
 
 /// What every worker shares.
@@ -64,6 +68,7 @@ struct Shared {
 
 /// Runs the server until Ctrl-C or SIGTERM.
 pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
+    crate::mode::select(args.mm, args.nim16_defects);
     match args.runtime {
         Runtime::PerThread => run_per_thread(args),
         Runtime::WorkStealing => crate::worksteal::run(args),
@@ -201,12 +206,21 @@ fn run_worker(
         .build()?;
     let local = tokio::task::LocalSet::new();
     shared.mode.apply_policy();
+    let all_cyclic = shared.mode.defects(crate::mode::selected()).all_cyclic;
     match shared.mode {
+        Mode::ArcWeak => local.block_on(
+            &runtime,
+            serve::<WeakRcFamily>(index, listener, inbox, shared, shutdown),
+        ),
         Mode::Arc => local.block_on(
             &runtime,
             serve::<RcFamily>(index, listener, inbox, shared, shutdown),
         ),
-        Mode::OrcNim16 | Mode::Orc => local.block_on(
+        Mode::OrcNim16Faithful if all_cyclic => local.block_on(
+            &runtime,
+            serve::<GcAllCyclicFamily>(index, listener, inbox, shared, shutdown),
+        ),
+        Mode::OrcNim16 | Mode::OrcNim16Faithful | Mode::Orc => local.block_on(
             &runtime,
             serve::<GcFamily>(index, listener, inbox, shared, shutdown),
         ),

@@ -83,6 +83,33 @@ pub fn reap(pid: u32) -> io::Result<()> {
     Ok(())
 }
 
+/// Raises this process's soft `RLIMIT_NOFILE` (open file descriptors) to
+/// its hard limit, which children inherit; returns (soft, hard) afterwards.
+pub fn raise_nofile_limit() -> io::Result<(u64, u64)> {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `getrlimit` writes an `rlimit` into the pointer, which points
+    // to one.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if limit.rlim_cur < limit.rlim_max {
+        let raised = libc::rlimit {
+            rlim_cur: limit.rlim_max,
+            rlim_max: limit.rlim_max,
+        };
+        // SAFETY: `setrlimit` reads the `rlimit` the pointer points to.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
+            limit = raised;
+        }
+        // Otherwise (a hard limit of RLIM_INFINITY above the kernel's
+        // nr_open, say) keep the soft limit we have and report it.
+    }
+    Ok((limit.rlim_cur as u64, limit.rlim_max as u64))
+}
+
 /// This process's id.
 pub fn pid() -> libc::pid_t {
     // SAFETY: `getpid` has no preconditions.

@@ -35,7 +35,7 @@ use hyper_util::server::graceful::GracefulShutdown;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
-use crate::family::{Family, SyncGcFamily, SyncRcFamily};
+use crate::family::{Family, SyncGcAllCyclicFamily, SyncGcFamily, SyncRcFamily, SyncWeakRcFamily};
 use crate::graph;
 use crate::hubs::Hubs;
 use crate::mode::{Mode, Runtime};
@@ -58,8 +58,12 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
     // already means a clean shutdown.
     let signals = server::install_signals(&runtime)?;
     match mode {
+        Mode::ArcWeak => runtime.block_on(serve::<SyncWeakRcFamily>(args, listeners, signals)),
         Mode::Arc => runtime.block_on(serve::<SyncRcFamily>(args, listeners, signals)),
-        Mode::OrcNim16 | Mode::Orc => {
+        Mode::OrcNim16Faithful if mode.defects(args.nim16_defects).all_cyclic => {
+            runtime.block_on(serve::<SyncGcAllCyclicFamily>(args, listeners, signals))
+        }
+        Mode::OrcNim16 | Mode::OrcNim16Faithful | Mode::Orc => {
             runtime.block_on(serve::<SyncGcFamily>(args, listeners, signals))
         }
     }
