@@ -78,6 +78,7 @@ impl Mode {
         if let Some(policy) = self.policy() {
             recycler::sync::set_policy(policy);
         }
+        recycler::sync::set_nim16_shared_threshold(self.defects(selected()).shared_threshold);
     }
 }
 
@@ -116,8 +117,8 @@ pub struct Defects {
     pub all_cyclic: bool,
     /// One collection threshold for all threads, updated without
     /// synchronisation (fixed by Nim PR 21818):
-    /// `recycler::set_nim16_shared_threshold`. Per-thread runtime only: the
-    /// thread-safe collector has no such switch, and ignores it.
+    /// `recycler::set_nim16_shared_threshold` (and its `recycler::sync`
+    /// counterpart on the work-stealing runtime).
     pub shared_threshold: bool,
     /// One lock around every allocation and free (Nim 1.6's shared heap
     /// under `--threads:on`, replaced in 2.0 by PR 20492):

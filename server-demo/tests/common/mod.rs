@@ -23,9 +23,15 @@ impl Server {
 
     /// `serve --mm mode --runtime runtime` on an ephemeral port, 2 threads.
     pub fn start_on(mode: &str, runtime: &str) -> Server {
+        Server::start_with(mode, runtime, &[])
+    }
+
+    /// `start_on` with more `serve` arguments.
+    pub fn start_with(mode: &str, runtime: &str, extra: &[&str]) -> Server {
         let mut child = Command::new(EXE)
             .args(["serve", "--mm", mode, "--port", "0", "--threads", "2"])
             .args(["--runtime", runtime])
+            .args(extra)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
