@@ -3,8 +3,10 @@
 //! directly, through [`LockedAlloc`] with the lock switched off (every mode
 //! but `orc-nim16-faithful`), and with it switched on.
 
+// The server's module itself; its unit tests are stripped from this
+// harness-less target, which leaves their imports unused.
 #[path = "../src/locked_alloc.rs"]
-#[allow(dead_code)]
+#[allow(dead_code, unused_imports)]
 mod locked_alloc;
 
 use std::alloc::{GlobalAlloc, Layout, System};

@@ -107,7 +107,7 @@ pub fn raise_nofile_limit() -> io::Result<(u64, u64)> {
         // Otherwise (a hard limit of RLIM_INFINITY above the kernel's
         // nr_open, say) keep the soft limit we have and report it.
     }
-    Ok((limit.rlim_cur as u64, limit.rlim_max as u64))
+    Ok((limit.rlim_cur, limit.rlim_max))
 }
 
 /// This process's id.
