@@ -52,6 +52,7 @@ pub enum Preset {
     Seed,
     /// 10,000 connections, 60 s per run (needs RLIMIT_NOFILE above 10,000
     /// for the load generator and the server each).
+    #[value(name = "seed-10k")]
     Seed10k,
 }
 
@@ -863,6 +864,66 @@ mod tests {
         assert_eq!(slope(&[(0.0, 1.0)]), 0.0);
         let line: Vec<(f64, f64)> = (0..10).map(|i| (i as f64, 3.0 * i as f64 + 1.0)).collect();
         assert!((slope(&line) - 3.0).abs() < 1e-12);
+    }
+
+    fn parse(args: &[&str]) -> CompareArgs {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Cli {
+            #[command(flatten)]
+            compare: CompareArgs,
+        }
+        Cli::try_parse_from(std::iter::once("compare").chain(args.iter().copied()))
+            .unwrap()
+            .compare
+    }
+
+    #[test]
+    fn presets_set_the_load_and_flags_override_them() {
+        let plain = parse(&[]);
+        assert_eq!(
+            (plain.connections(), plain.duration()),
+            (256, Duration::from_secs(10))
+        );
+        let seed = parse(&["--preset", "seed"]);
+        assert_eq!(
+            (seed.connections(), seed.duration()),
+            (1000, Duration::from_secs(60))
+        );
+        let big = parse(&["--preset", "seed-10k", "--duration", "15s"]);
+        assert_eq!(
+            (big.connections(), big.duration()),
+            (10_000, Duration::from_secs(15))
+        );
+        let mine = parse(&["--preset", "seed", "--connections", "64"]);
+        assert_eq!(mine.connections(), 64);
+    }
+
+    #[test]
+    fn the_ablation_runs_the_baseline_nim16_each_defect_and_all() {
+        let args = parse(&["--ablation", "--modes", "orc", "--runtimes", "per-thread"]);
+        let labels: Vec<String> = args.variants().iter().map(|v| v.label()).collect();
+        assert_eq!(
+            labels,
+            [
+                "arc-weak",
+                "orc-nim16",
+                "orc-nim16+all-cyclic",
+                "orc-nim16+shared-threshold",
+                "orc-nim16+locked-alloc",
+                "orc-nim16-faithful"
+            ]
+        );
+        // Without --ablation the defects apply to orc-nim16-faithful only.
+        let args = parse(&[
+            "--modes",
+            "orc,orc-nim16-faithful",
+            "--nim16-defects",
+            "locked-alloc",
+        ]);
+        let v = args.variants();
+        assert_eq!(v[0].defects, Defects::NONE);
+        assert_eq!(v[1].label(), "orc-nim16+locked-alloc");
     }
 
     #[test]
