@@ -121,10 +121,13 @@ fn bench(c: &mut Criterion, name: &str, pair: Pair, locked: bool) {
     pair.stop();
 }
 
+/// A benchmark: its name, how to start its workers, whether the allocator
+/// lock is on.
+type Variant = (&'static str, fn() -> Pair, bool);
+
 fn request_graph(c: &mut Criterion) {
     const NIM: Option<Policy> = Some(Policy::Nim16);
-    // (name, workers, allocator lock)
-    let variants: [(&str, fn() -> Pair, bool); 7] = [
+    let variants: [Variant; 7] = [
         (
             "arc-weak",
             || Pair::start::<WeakRcFamily>(None, false),
