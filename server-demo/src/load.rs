@@ -218,6 +218,7 @@ pub fn run(args: &LoadArgs) -> anyhow::Result<()> {
     if let Some(attack) = args.attack {
         return crate::attack::run(&target, attack, args.connections, args.duration);
     }
+    crate::compare::ensure_descriptors(args.connections)?;
     eprintln!(
         "loading {} with {} connections on {} threads for {:?}",
         args.url, args.connections, args.threads, args.duration

@@ -18,6 +18,7 @@ mod hubs;
 mod jsondoc;
 mod listen;
 mod load;
+mod locked_alloc;
 mod log;
 mod mode;
 mod procfs;
@@ -30,6 +31,10 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
+
+/// `System`, behind one lock only when `--mm orc-nim16-faithful` asks for it.
+#[global_allocator]
+static GLOBAL: locked_alloc::LockedAlloc = locked_alloc::LockedAlloc;
 
 /// Reproduces Nim's ORC-versus-ARC trade-off with recycler's pointers.
 #[derive(Parser, Debug)]

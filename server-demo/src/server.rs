@@ -29,7 +29,7 @@ use hyper::header::{HeaderValue, CONTENT_TYPE};
 use tokio::sync::{mpsc, watch};
 
 use crate::conn::{self, Guard, Limits};
-use crate::family::{Family, GcFamily, RcFamily};
+use crate::family::{Family, GcAllCyclicFamily, GcFamily, RcFamily, WeakRcFamily};
 use crate::graph;
 use crate::hubs::Hubs;
 use crate::mode::{Mode, Runtime};
@@ -73,6 +73,10 @@ pub struct ServeArgs {
     /// keeps the memory the burst used, about 200 MiB per 10,000).
     #[arg(long)]
     pub no_malloc_trim: bool,
+    /// Nim 1.6.12 defects of `--mm orc-nim16-faithful`: all, none, or a list
+    /// of all-cyclic, shared-threshold, locked-alloc.
+    #[arg(long, default_value = "all", value_parser = crate::mode::Defects::parse)]
+    pub nim16_defects: crate::mode::Defects,
 }
 
 impl ServeArgs {
@@ -104,6 +108,7 @@ struct Shared {
 
 /// Runs the server until Ctrl-C, SIGTERM or SIGHUP.
 pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
+    crate::mode::select(args.mm, args.nim16_defects);
     let guard = args.guard()?;
     match args.runtime {
         Runtime::PerThread => run_per_thread(args, guard),
@@ -257,12 +262,21 @@ fn run_worker(
         .build()?;
     let local = tokio::task::LocalSet::new();
     shared.mode.apply_policy();
+    let all_cyclic = shared.mode.defects(crate::mode::selected()).all_cyclic;
     match shared.mode {
+        Mode::ArcWeak => local.block_on(
+            &runtime,
+            serve::<WeakRcFamily>(index, listener, inbox, shared, shutdown),
+        ),
         Mode::Arc => local.block_on(
             &runtime,
             serve::<RcFamily>(index, listener, inbox, shared, shutdown),
         ),
-        Mode::OrcNim16 | Mode::Orc => local.block_on(
+        Mode::OrcNim16Faithful if all_cyclic => local.block_on(
+            &runtime,
+            serve::<GcAllCyclicFamily>(index, listener, inbox, shared, shutdown),
+        ),
+        Mode::OrcNim16 | Mode::OrcNim16Faithful | Mode::Orc => local.block_on(
             &runtime,
             serve::<GcFamily>(index, listener, inbox, shared, shutdown),
         ),

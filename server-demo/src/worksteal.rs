@@ -36,7 +36,7 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use crate::conn::{self, Guard};
-use crate::family::{Family, SyncGcFamily, SyncRcFamily};
+use crate::family::{Family, SyncGcAllCyclicFamily, SyncGcFamily, SyncRcFamily, SyncWeakRcFamily};
 use crate::graph;
 use crate::hubs::Hubs;
 use crate::mode::{Mode, Runtime};
@@ -69,8 +69,14 @@ pub fn run(args: &ServeArgs, guard: Arc<Guard>) -> anyhow::Result<()> {
     // already means a clean shutdown.
     let signals = Signals::install(&runtime)?;
     match mode {
+        Mode::ArcWeak => {
+            runtime.block_on(serve::<SyncWeakRcFamily>(args, guard, listeners, signals))
+        }
         Mode::Arc => runtime.block_on(serve::<SyncRcFamily>(args, guard, listeners, signals)),
-        Mode::OrcNim16 | Mode::Orc => {
+        Mode::OrcNim16Faithful if mode.defects(args.nim16_defects).all_cyclic => runtime.block_on(
+            serve::<SyncGcAllCyclicFamily>(args, guard, listeners, signals),
+        ),
+        Mode::OrcNim16 | Mode::OrcNim16Faithful | Mode::Orc => {
             runtime.block_on(serve::<SyncGcFamily>(args, guard, listeners, signals))
         }
     }

@@ -30,7 +30,9 @@
 //!   collection's wasted work (tracing live objects) is paid for by as many new
 //!   roots, and the memory waiting for collection stays bounded.
 //! * Nim16: Nim 1.6.12's rule (see [`Policy::Nim16`]); every collection is
-//!   full, as Nim's was.
+//!   full, as Nim's was. The threshold is per thread, as Nim 2.0 made it;
+//!   [`set_nim16_shared_threshold`] reproduces Nim ≤ 1.6.12's one global
+//!   threshold, read and written by every thread without synchronisation.
 //! * Manual: only [`collect`].
 //!
 //! # Freeing garbage
@@ -51,6 +53,7 @@ mod graph;
 
 use core::cell::{Cell, RefCell};
 use core::ptr::NonNull;
+use core::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::panic::{self, AssertUnwindSafe};
 use std::time::{Duration, Instant};
 
@@ -126,6 +129,12 @@ impl AdaptiveConfig {
 const NIM_INITIAL_THRESHOLD: usize = 128;
 const NIM_MIN_THRESHOLD: usize = 16;
 
+/// Nim ≤ 1.6.12's `rootsThreshold`, a plain global shared by all threads
+/// (see [`set_nim16_shared_threshold`]). Relaxed loads and stores, and a
+/// load–compute–store update that loses concurrent updates, as Nim's
+/// unsynchronised global did, without a data race in Rust's sense.
+static NIM_SHARED_THRESHOLD: AtomicUsize = AtomicUsize::new(NIM_INITIAL_THRESHOLD);
+
 struct State {
     young: Vec<NonNull<Header>>,
     old: Vec<NonNull<Header>>,
@@ -137,6 +146,8 @@ struct State {
     young_threshold: usize,
     /// Roots that trigger the next collection (Nim16).
     nim_threshold: usize,
+    /// Nim16 uses [`NIM_SHARED_THRESHOLD`] instead of `nim_threshold`.
+    nim_shared: bool,
     promoted_since_full: u64,
     /// `promoted_since_full` or old roots above which a full collection
     /// is due (Adaptive).
@@ -162,6 +173,7 @@ impl Default for State {
             config,
             young_threshold: config.min_roots,
             nim_threshold: NIM_INITIAL_THRESHOLD,
+            nim_shared: false,
             promoted_since_full: 0,
             full_budget: config.min_roots as u64,
             graph: Graph::default(),
@@ -218,7 +230,7 @@ impl State {
         match self.policy {
             Policy::Manual => None,
             Policy::Nim16 => {
-                (self.young.len() + self.old.len() >= self.nim_threshold).then_some(Kind::Full)
+                (self.young.len() + self.old.len() >= self.nim_threshold()).then_some(Kind::Full)
             }
             Policy::Adaptive => {
                 if self.full_due() {
@@ -229,6 +241,15 @@ impl State {
                     None
                 }
             }
+        }
+    }
+
+    /// The Nim16 threshold in force: this thread's, or the shared one.
+    fn nim_threshold(&self) -> usize {
+        if self.nim_shared {
+            NIM_SHARED_THRESHOLD.load(Relaxed)
+        } else {
+            self.nim_threshold
         }
     }
 
@@ -284,14 +305,21 @@ impl State {
         self.max_pause = self.max_pause.max(pause);
         match self.policy {
             Policy::Nim16 => {
-                let threshold = self.nim_threshold;
-                self.nim_threshold = if freed * 2 >= traced {
+                let threshold = self.nim_threshold();
+                let next = if freed * 2 >= traced {
                     (threshold / 3 * 2).max(NIM_MIN_THRESHOLD)
                 } else if threshold < usize::MAX / 4 {
                     threshold * 3 / 2
                 } else {
                     threshold
                 };
+                if self.nim_shared {
+                    // Not a read-modify-write: another thread's update
+                    // between the load above and this store is lost.
+                    NIM_SHARED_THRESHOLD.store(next, Relaxed);
+                } else {
+                    self.nim_threshold = next;
+                }
             }
             Policy::Adaptive | Policy::Manual => {
                 self.young_threshold = promoted.max(self.config.min_roots);
@@ -640,6 +668,44 @@ pub fn set_policy(policy: Policy) {
         state.policy = policy;
         state.reset_triggers();
     });
+}
+
+/// Makes this thread's [`Policy::Nim16`] trigger read and update one
+/// threshold shared by every thread that does the same, instead of its own.
+///
+/// This reproduces a defect of Nim ≤ 1.6.12 (fixed by Nim PR 21818), for
+/// experiments such as `server-demo`'s `orc-nim16-faithful` mode: the
+/// threshold was a plain global, so one thread's collections moved every
+/// other thread's trigger, and concurrent updates were lost. The shared
+/// value starts at 128 and is never reset. Other policies ignore it.
+///
+/// ```
+/// use recycler::Policy;
+///
+/// recycler::set_policy(Policy::Nim16);
+/// recycler::set_nim16_shared_threshold(true);
+/// let shared = recycler::nim16_threshold();
+/// std::thread::spawn(move || {
+///     recycler::set_policy(Policy::Nim16);
+///     recycler::set_nim16_shared_threshold(true);
+///     assert_eq!(recycler::nim16_threshold(), shared);
+/// })
+/// .join()
+/// .unwrap();
+/// recycler::set_nim16_shared_threshold(false);
+/// assert_eq!(recycler::nim16_threshold(), 128);
+/// ```
+pub fn set_nim16_shared_threshold(shared: bool) {
+    let _ = STATE.try_with(|state| state.borrow_mut().nim_shared = shared);
+}
+
+/// The [`Policy::Nim16`] threshold in force on this thread: the number of
+/// buffered roots that triggers its next collection (its own, or the shared
+/// one after [`set_nim16_shared_threshold`]).
+pub fn nim16_threshold() -> usize {
+    STATE
+        .try_with(|state| state.borrow().nim_threshold())
+        .unwrap_or(NIM_INITIAL_THRESHOLD)
 }
 
 /// This thread's collection policy.

@@ -308,6 +308,15 @@ pub fn set_policy(policy: Policy) {
     state::set_policy(policy);
 }
 
+/// Makes the calling thread's [`Policy::Nim16`] trigger read and update one
+/// threshold shared by every thread that does the same, as Nim ≤ 1.6.12's
+/// unsynchronised global `rootsThreshold` (fixed by Nim PR 21818); see
+/// [`crate::set_nim16_shared_threshold`]. For experiments that reproduce that
+/// defect; the shared value starts at 128 and is never reset.
+pub fn set_nim16_shared_threshold(shared: bool) {
+    state::set_nim16_shared_threshold(shared);
+}
+
 #[cfg(test)]
 mod regressions;
 #[cfg(test)]

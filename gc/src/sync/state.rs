@@ -42,6 +42,12 @@ unsafe impl Send for Entry {}
 const NIM_START: usize = 128;
 /// Nim's floor.
 const NIM_FLOOR: usize = 16;
+
+/// Nim ≤ 1.6.12's one threshold for every thread (see
+/// [`super::set_nim16_shared_threshold`]): relaxed loads and stores, updated
+/// by load–compute–store, so concurrent updates are lost as Nim's were.
+static NIM_SHARED: core::sync::atomic::AtomicUsize =
+    core::sync::atomic::AtomicUsize::new(NIM_START);
 /// Smallest number of new roots (per thread) between two adaptive
 /// collections: bounds the garbage a thread leaves between collections when
 /// little is live.
@@ -242,6 +248,8 @@ struct Local {
     policy: Cell<Policy>,
     /// Nim16: the current threshold; Adaptive: unused.
     threshold: Cell<usize>,
+    /// Nim16 uses [`NIM_SHARED`] instead of `threshold`.
+    nim_shared: Cell<bool>,
     /// Roots this thread buffered since the last collection (by any thread)
     /// that it noticed.
     since: Cell<usize>,
@@ -262,8 +270,20 @@ impl Local {
             slot,
             policy: Cell::new(Policy::default()),
             threshold: Cell::new(NIM_START),
+            nim_shared: Cell::new(false),
             since: Cell::new(0),
             epoch: Cell::new(0),
+        }
+    }
+}
+
+impl Local {
+    /// The Nim16 threshold in force: this thread's or the shared one.
+    fn nim_threshold(&self) -> usize {
+        if self.nim_shared.get() {
+            NIM_SHARED.load(Relaxed)
+        } else {
+            self.threshold.get()
         }
     }
 }
@@ -365,7 +385,7 @@ pub(crate) fn push_root(entry: Entry) {
         Counters::bump(&l.slot.counters.roots_buffered);
         match l.policy.get() {
             Policy::Manual => Due::No,
-            Policy::Nim16 if len >= l.threshold.get() => {
+            Policy::Nim16 if len >= l.nim_threshold() => {
                 Due::Collect(Kind::Full { promote: false })
             }
             Policy::Nim16 => Due::No,
@@ -419,12 +439,17 @@ pub(crate) fn push_root(entry: Entry) {
                     l.since.set(0);
                     l.epoch.set(global().collections.load(Relaxed));
                     if l.policy.get() == Policy::Nim16 {
-                        let t = l.threshold.get();
-                        l.threshold.set(if freed * 2 >= touched {
+                        let t = l.nim_threshold();
+                        let next = if freed * 2 >= touched {
                             (t / 3 * 2).max(NIM_FLOOR)
                         } else {
                             t * 3 / 2
-                        });
+                        };
+                        if l.nim_shared.get() {
+                            NIM_SHARED.store(next, Relaxed);
+                        } else {
+                            l.threshold.set(next);
+                        }
                     }
                 });
             }
@@ -456,10 +481,15 @@ pub(crate) fn policy() -> Policy {
     LOCAL.try_with(|l| l.policy.get()).unwrap_or_default()
 }
 
+/// Makes this thread's Nim16 trigger use the shared threshold, or its own.
+pub(crate) fn set_nim16_shared_threshold(shared: bool) {
+    let _ = LOCAL.try_with(|l| l.nim_shared.set(shared));
+}
+
 /// This thread's current Nim16 threshold (for tests).
 #[cfg(test)]
 pub(crate) fn nim_threshold() -> usize {
-    LOCAL.with(|l| l.threshold.get())
+    LOCAL.with(|l| l.nim_threshold())
 }
 
 /// Process-wide statistics.

@@ -551,6 +551,40 @@ fn nim16_threshold_follows_nim_1_6_12() {
 }
 
 #[test]
+fn nim16_shared_threshold_is_one_for_every_thread() {
+    let _s = serial();
+    collect();
+    let drops = Arc::new(AtomicUsize::new(0));
+    // One thread's collection that frees everything lowers the shared
+    // threshold, 128 -> 84; another thread that opts in starts from 84.
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            set_policy(Policy::Nim16);
+            super::set_nim16_shared_threshold(true);
+            let start = state::nim_threshold();
+            for _ in 0..start {
+                let a = node(&drops);
+                link(&a, &a);
+            }
+            assert_eq!(state::nim_threshold(), start / 3 * 2);
+        })
+        .join()
+        .unwrap();
+        s.spawn(|| {
+            set_policy(Policy::Nim16);
+            assert_eq!(state::nim_threshold(), 128, "own threshold");
+            super::set_nim16_shared_threshold(true);
+            let shared = state::nim_threshold();
+            assert!(shared <= 84, "{shared}");
+            set_policy(Policy::Manual);
+        })
+        .join()
+        .unwrap();
+    });
+    collect();
+}
+
+#[test]
 fn rc_never_collects() {
     let _s = serial();
     struct R {
