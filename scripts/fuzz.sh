@@ -6,7 +6,6 @@
 # fuzz/artifacts/TARGET/ (replay it on stable as fuzz/README.md says).
 #
 #   scripts/fuzz.sh TARGET SECONDS [libFuzzer flags...]
-#   FUZZ_FEATURES=unfixed scripts/fuzz.sh sync_graph 60
 #
 # Needs the nightly toolchain; installs cargo-fuzz when missing. One job:
 # add -fork=N to use more cores.
@@ -40,7 +39,7 @@ fi
 flags=(-max_total_time="$seconds" -timeout=30 -rss_limit_mb=2048 -print_final_stats=1)
 # A value whose Drop panicked keeps its allocation (as with std::rc):
 # LeakSanitizer would report every injected panic.
-if [[ "$target" == gc_panics || ( "$target" == sync_graph && "${FUZZ_FEATURES:-}" == *unfixed* ) ]]; then
+if [[ "$target" == gc_panics || "$target" == sync_graph ]]; then
     flags+=(-detect_leaks=0)
     export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
 fi

@@ -17,7 +17,7 @@ mod sync_model;
 fuzz_target!(|data: &[u8]| {
     sync_model::quiet_injected_panics();
     let options = sync_model::Options {
-        panics: cfg!(feature = "unfixed"),
+        panics: true,
     };
     sync_model::run_input(data, options);
 });

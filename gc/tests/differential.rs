@@ -353,9 +353,11 @@ fn injected_panics() {
 #[cfg_attr(miri, ignore = "reads files; the families cover the same code")]
 fn fuzz_inputs() {
     model::quiet_injected_panics();
+    // gc_graph inputs run with `trace` cloning what it reports, as the
+    // fuzz target does; gc_panics inputs with injected panics.
     let options = |panics| Options {
         panics,
-        trace_clones: false,
+        trace_clones: !panics,
     };
     let inputs: Vec<(std::path::PathBuf, Options)> = match std::env::var_os("RECYCLER_FUZZ_INPUT") {
         Some(path) => {
