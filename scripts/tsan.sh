@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Runs the recycler::sync stress test (and the sync unit tests) under
-# ThreadSanitizer.
+# Runs the recycler::sync stress test, the multi-threaded differential test
+# of its generations, the collector-thread test (and the sync unit tests)
+# under ThreadSanitizer.
 #
 # Needs the nightly toolchain with rust-src (TSan requires rebuilding std
 # with the sanitizer: -Zbuild-std). Usage:
 #
-#   scripts/tsan.sh            # stress test + sync unit tests
-#   scripts/tsan.sh --quick    # stress test only
+#   scripts/tsan.sh            # the three tests + sync unit tests
+#   scripts/tsan.sh --quick    # the three tests only
 #
 # The target directory is separate (target/tsan) so that the instrumented
 # build does not invalidate the normal one. Exits non-zero if TSan reports a
@@ -24,7 +25,7 @@ run() {
         -p recycler -j 2 "$@"
 }
 
-run --test sync_stress
+run --test sync_stress --test sync_differential --test sync_collector_thread
 if [[ "${1:-}" != "--quick" ]]; then
     run --lib sync::
 fi

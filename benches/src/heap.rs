@@ -130,6 +130,8 @@ pub trait SyncHeap: 'static {
     fn with_edges<R>(n: &Self::Node, f: impl FnOnce(&mut Vec<Self::Node>) -> R) -> R;
     /// A full collection (no-op for `Arc`).
     fn collect();
+    /// Set-up before the check and the timing (e.g. the recycler policy).
+    fn prepare() {}
     /// Why this pointer cannot run the threaded workload, if it cannot.
     fn unsupported() -> Option<&'static str> {
         None

@@ -22,14 +22,15 @@ use crate::ptr::dumpster_unsync::DumpsterUnsync;
 use crate::ptr::gcmodule_cc::GcmoduleCc;
 use crate::ptr::gcmodule_threaded::GcmoduleThreaded;
 use crate::ptr::recycler_gc::{RecyclerGcDefault, RecyclerGcNim16};
-use crate::ptr::recycler_sync_gc::RecyclerSyncGc;
+use crate::ptr::recycler_sync_gc::{RecyclerSyncGc, RecyclerSyncGcThread};
 use crate::ptr::rust_cc::RustCc;
 use crate::ptr::rust_gc::RustGc;
 use crate::ptr::std_arc::StdArc;
 use crate::ptr::std_rc::StdRc;
 use crate::workloads::hub::Back;
 use crate::workloads::{
-    binary_trees, churn, hub, linked_list, micro, parent_trees, random_ops, stress, threaded,
+    binary_trees, churn, cycle_churn, hub, linked_list, micro, parent_trees, random_ops, stress,
+    threaded,
 };
 
 /// Depth of the binary-trees workloads (rust-cc-benchmarks: 11).
@@ -46,6 +47,10 @@ pub const HUB_SIZES: [usize; 3] = [10_000, 100_000, 1_000_000];
 pub const HUB_CHECK_REQUESTS: usize = 20_000;
 /// Thread counts of the threaded workload.
 pub const THREADS: [usize; 2] = [1, 2];
+/// Threads of the cycle-churn workload, and cycles per thread per run.
+pub const CYCLE_CHURN_THREADS: usize = 2;
+/// Cycles per thread of one cycle-churn run.
+pub const CYCLE_CHURN_N: usize = 100_000;
 
 /// One table of the report.
 pub struct Family {
@@ -107,18 +112,20 @@ pub const FAMILIES: &[Family] = &[
     },
     Family {
         title: "Hub (bounded collection cost)",
-        about: "A live tree of H nodes with parent back-pointers, held by one root; each iteration creates a request ↔ context cycle whose context holds a clone of the root, and drops it; automatic collection only. Time per request. `rc-leak` is `std::rc::Rc` doing the same work and leaking every request cycle (the ratio baseline); `rc` uses a `Weak` back edge instead and frees by counting.",
+        about: "A live tree of H nodes with parent back-pointers, held by one root; each iteration creates a request ↔ context cycle whose context holds a clone of the root, and drops it; automatic collection only. Time per request. `rc-leak` is `std::rc::Rc` doing the same work and leaking every request cycle (the ratio baseline); `rc` uses a `Weak` back edge instead and frees by counting; `arc-leak` is `std::sync::Arc` leaking (the baseline of `recycler-sync-gc`).",
         groups: &["hub"],
         baseline: "rc-leak",
         columns: &[
             "rc-leak",
             "rc",
+            "arc-leak",
             "recycler-gc",
             "recycler-gc-nim16",
             "rust-cc",
             "dumpster",
             "gc",
             "recycler-sync-gc",
+            "recycler-sync-gc-thread",
             "dumpster-sync",
             "bacon_rajan_cc",
             "gcmodule",
@@ -129,7 +136,26 @@ pub const FAMILIES: &[Family] = &[
         about: "dumpster's multi-threaded random operations (threads × 10 shared root vectors of 50 nodes behind mutexes), 250,000 operations split over the threads; the final drop of every root and the full collection are inside the measured time. `arc` leaks the cycles.",
         groups: &["random ops threaded"],
         baseline: "arc",
-        columns: &["arc", "recycler-sync-gc", "dumpster-sync", "gcmodule-threaded"],
+        columns: &[
+            "arc",
+            "recycler-sync-gc",
+            "recycler-sync-gc-thread",
+            "dumpster-sync",
+            "gcmodule-threaded",
+        ],
+    },
+    Family {
+        title: "Cycle churn on threads (thread-safe pointers)",
+        about: "2 threads × 100,000 two-node cycles (`a ↔ b` through `Mutex` edge cells), each dropped at once; automatic collection, and the final full collection inside the measured time. `arc` leaks every cycle (kept, and broken after the timing): the baseline.",
+        groups: &["cycle churn threaded"],
+        baseline: "arc",
+        columns: &[
+            "arc",
+            "recycler-sync-gc",
+            "recycler-sync-gc-thread",
+            "dumpster-sync",
+            "gcmodule-threaded",
+        ],
     },
 ];
 
@@ -459,8 +485,40 @@ fn run_random_ops<H: Heap>(s: &mut Suite) {
 pub fn run_threaded(s: &mut Suite) {
     threaded_one::<StdArc>(s, None);
     threaded_one::<RecyclerSyncGc>(s, Some(0));
+    threaded_one::<RecyclerSyncGcThread>(s, Some(0));
     threaded_one::<DumpsterSync>(s, Some(0));
     threaded_one::<GcmoduleThreaded>(s, Some(0));
+    cycle_churn_one::<StdArc>(s, true);
+    cycle_churn_one::<RecyclerSyncGc>(s, false);
+    cycle_churn_one::<RecyclerSyncGcThread>(s, false);
+    cycle_churn_one::<DumpsterSync>(s, false);
+    cycle_churn_one::<GcmoduleThreaded>(s, false);
+}
+
+fn cycle_churn_one<H: SyncHeap>(s: &mut Suite, leak: bool) {
+    let e = Entry {
+        group: "cycle churn threaded",
+        id: H::NAME,
+        param: None,
+        expected_alive: Some(0),
+        prepare: H::prepare,
+        collect: H::collect,
+        unsupported: H::unsupported(),
+    };
+    let threads = CYCLE_CHURN_THREADS;
+    s.entry(
+        e,
+        |_| {
+            cycle_churn::run::<H>(threads, CYCLE_CHURN_N, leak);
+        },
+        |b| {
+            b.iter_custom(|iters| {
+                (0..iters)
+                    .map(|_| cycle_churn::run::<H>(threads, CYCLE_CHURN_N, leak))
+                    .sum()
+            })
+        },
+    );
 }
 
 fn threaded_one<H: SyncHeap>(s: &mut Suite, expected_alive: Option<i64>) {
@@ -470,7 +528,7 @@ fn threaded_one<H: SyncHeap>(s: &mut Suite, expected_alive: Option<i64>) {
             id: H::NAME,
             param: Some(threads.to_string()),
             expected_alive,
-            prepare: || {},
+            prepare: H::prepare,
             collect: H::collect,
             unsupported: H::unsupported(),
         };
@@ -496,12 +554,14 @@ fn run_hub_all(s: &mut Suite) {
     for h in HUB_SIZES {
         run_hub::<StdRc>(s, h, Back::Strong, "rc-leak");
         run_hub::<StdRc>(s, h, Back::Native, "rc");
+        run_hub::<StdArc>(s, h, Back::Strong, "arc-leak");
         run_hub::<RecyclerGcDefault>(s, h, Back::Strong, RecyclerGcDefault::NAME);
         run_hub::<RecyclerGcNim16>(s, h, Back::Strong, RecyclerGcNim16::NAME);
         run_hub::<RustCc>(s, h, Back::Strong, RustCc::NAME);
         run_hub::<DumpsterUnsync>(s, h, Back::Strong, DumpsterUnsync::NAME);
         run_hub::<RustGc>(s, h, Back::Strong, RustGc::NAME);
         run_hub::<RecyclerSyncGc>(s, h, Back::Strong, <RecyclerSyncGc as Heap>::NAME);
+        run_hub::<RecyclerSyncGcThread>(s, h, Back::Strong, <RecyclerSyncGcThread as Heap>::NAME);
         run_hub::<DumpsterSync>(s, h, Back::Strong, <DumpsterSync as Heap>::NAME);
         run_hub::<BaconRajanCc>(s, h, Back::Strong, BaconRajanCc::NAME);
         run_hub::<GcmoduleCc>(s, h, Back::Strong, GcmoduleCc::NAME);

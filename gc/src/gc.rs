@@ -50,6 +50,34 @@ define_pointer! {
     /// fn send<T: Send>(_: T) {}
     /// send(recycler::Gc::new(1u8));
     /// ```
+    ///
+    /// Values are `'static` (`new` and `get_mut` require it; the handle is
+    /// covariant): a value's drop may be deferred (to the end of an
+    /// enclosing drop, or to a collection) past the end of a borrow. Before
+    /// `get_mut` had the bound, this was a use after free under Miri:
+    ///
+    /// ```compile_fail,E0597
+    /// use recycler::{Gc, Trace};
+    /// static EMPTY: String = String::new();
+    /// #[derive(Trace)]
+    /// struct Reader<'a>(#[trace(skip)] &'a String);
+    /// impl Drop for Reader<'_> {
+    ///     fn drop(&mut self) {
+    ///         println!("{}", self.0.len());
+    ///     }
+    /// }
+    /// #[derive(Trace)]
+    /// struct Outer;
+    /// impl Drop for Outer {
+    ///     fn drop(&mut self) {
+    ///         let s = String::from("a string on the heap");
+    ///         let mut r: Gc<Reader<'_>> = Gc::new(Reader(&EMPTY));
+    ///         Gc::get_mut(&mut r).unwrap().0 = &s;
+    ///         drop(r); // queued: would run after `s` is freed
+    ///     }
+    /// }
+    /// drop(Gc::new(Outer));
+    /// ```
     strong Gc;
     /// A weak handle to a [`Gc`] object: does not keep it alive.
     ///

@@ -435,3 +435,39 @@ impl<T: ?Sized + Pointee, const COLLECT: bool> Drop for WeakRef<T, COLLECT> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{Strong, WeakRef};
+    use crate::test_support::{assert_aborts, reached};
+
+    /// Every strong increment (clone, upgrade) aborts when the count would
+    /// wrap, as `std::rc` does. The count starts near the top (`set_strong`):
+    /// `usize::MAX` real increments would take centuries.
+    #[test]
+    #[cfg_attr(miri, ignore = "spawns a process")]
+    fn clone_aborts_on_overflow() {
+        assert_aborts("handle::tests::clone_aborts_on_overflow", || {
+            let a = Strong::<u8, true>::new(1);
+            a.counts().set_strong(usize::MAX - 1);
+            core::mem::forget(a.clone()); // reaches usize::MAX: fine
+            assert_eq!(a.strong_count(), usize::MAX);
+            reached();
+            core::mem::forget(a.clone());
+        });
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore = "spawns a process")]
+    fn upgrade_aborts_on_overflow() {
+        assert_aborts("handle::tests::upgrade_aborts_on_overflow", || {
+            let a = Strong::<u8, false>::new(1);
+            let weak: WeakRef<u8, false> = a.downgrade();
+            a.counts().set_strong(usize::MAX - 1);
+            core::mem::forget(weak.upgrade().unwrap());
+            assert_eq!(a.strong_count(), usize::MAX);
+            reached();
+            core::mem::forget(weak.upgrade());
+        });
+    }
+}

@@ -72,8 +72,12 @@ pub mod sync;
 pub mod trace;
 pub mod unsize;
 
+#[cfg(test)]
+mod test_support;
+
 pub use collector::{
-    collect, collect_minor, policy, set_adaptive_config, set_policy, stats, AdaptiveConfig,
+    collect, collect_minor, nim16_threshold, policy, set_adaptive_config,
+    set_nim16_shared_threshold, set_policy, stats, AdaptiveConfig,
 };
 pub use gc::{Gc, Weak};
 pub use policy::Policy;

@@ -159,8 +159,17 @@ macro_rules! define_pointer {
 
             /// A mutable reference to the value if this is the only handle
             /// (strong or weak) and the value is alive.
+            ///
+            /// Requires `T: 'static`, as `new` does: the handle is covariant,
+            /// so without the bound a `&mut` to a value built as `'static`
+            /// could store a shorter borrow in it, and the value may be
+            /// dropped after that borrow ends (drops queued by an enclosing
+            /// drop, or a collection).
             #[inline]
-            pub fn get_mut(this: &mut Self) -> Option<&mut T> {
+            pub fn get_mut(this: &mut Self) -> Option<&mut T>
+            where
+                T: 'static,
+            {
                 this.inner.get_mut()
             }
 

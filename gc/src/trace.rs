@@ -10,32 +10,50 @@
 //! # The contract
 //!
 //! `Trace` is an `unsafe` trait because the collectors free memory on the
-//! strength of what it reports. A correct implementation:
+//! strength of what it reports. An implementation must meet exactly these
+//! obligations:
 //!
-//! 1. calls [`Trace::trace`] on every field that may own a collected pointer
-//!    (or reports each such pointer by tracing it), **each at most once**;
-//! 2. reports only pointers that the value itself owns — never one reached
-//!    through a borrowed reference, a thread-local or a global;
-//! 3. does not create, clone, drop or move collected pointers, and does not
-//!    mutate the value (it runs while the collector examines a snapshot);
-//! 4. sets `MAY_CONTAIN_GC = false` only if no value of the type can own a
-//!    `Gc` or `sync::Gc`, directly or through fields.
+//! 1. `trace` reports only collected pointers (`Gc`, `sync::Gc`) that the
+//!    value *owns* — held in the value or in memory it owns alone (`Box`,
+//!    `Vec`, a `RefCell` or lock it contains), never one reached through a
+//!    reference, a shared `std::rc::Rc`/`Arc`, a thread-local or a global —
+//!    and each **at most once** per call. It reports a pointer by calling
+//!    [`Trace::trace`] on it or on the field that holds it, and passes to
+//!    [`Tracer::trace_lock`] only locks that the value owns, each once.
+//! 2. While a collection runs, `trace` takes no collected pointer away from
+//!    any value: it does not move, replace or drop a pointer that some value
+//!    owns (no `take()` from a cell). It *may* clone pointers and drop its
+//!    clones, allocate, upgrade `Weak`s, drop handles that no value owns, call
+//!    `collect()` (deferred until the running collection ends) and panic: the
+//!    collectors stay consistent through all of that. (A `sync::Gc` cloned
+//!    or dropped while traced changes its header word, so the thread-safe
+//!    collector's validation fails on every attempt: that cycle leaks.)
+//! 3. `MAY_CONTAIN_GC` is `false` only if no value of the type can own a
+//!    collected pointer, directly or through fields (generic ones included).
+//! 4. A `sync::Gc` inside a value changes only through `&mut` or inside a
+//!    lock that `trace` passes to [`Tracer::trace_lock`] (`std` and
+//!    `parking_lot` `Mutex`/`RwLock`, or a user lock implementing
+//!    [`sync::TraceLock`](crate::sync::TraceLock)), whose guards the
+//!    thread-safe collector keeps while it validates a garbage component.
 //!
-//! What a wrong implementation can cause:
+//! What breaking them causes:
 //!
 //! - *Reporting too few pointers* (forgetting a field, `#[trace(skip)]` on a
 //!   field that holds a pointer, `MAY_CONTAIN_GC = false` on a type that owns
-//!   one): the unreported pointers count as references from outside the heap,
-//!   so the cycles through them are never collected. They **leak**; nothing is
-//!   freed early. This is always memory-safe.
-//! - *Panicking* in `trace`: the panic propagates out of the collection that
-//!   called it. Every reference count and every buffered root is left as it
-//!   was, and later collections work.
-//! - *Reporting a pointer the value does not own*, or the same one twice, or
-//!   breaking rule 3: the collector may believe an object unreachable while
-//!   something outside still uses it. The collector detects some of these
-//!   (a trial count below zero) and then gives up on the collection, but not
-//!   all; this is the part of the contract that `unsafe` stands for.
+//!   one) is allowed: the unreported pointers count as references from
+//!   outside the heap, so the cycles through them are never collected. They
+//!   **leak**; nothing is freed early.
+//! - *Panicking* in `trace` is allowed: the panic propagates out of the
+//!   collection that called it. Every reference count and every buffered
+//!   root is left as it was, and later collections work. (The thread-safe
+//!   collector catches it, treats the object as live for that collection,
+//!   finishes the collection and then re-raises the first such panic.)
+//! - *Reporting a pointer the value does not own*, or the same one twice,
+//!   or breaking rule 2 or 4: the collector may believe an object
+//!   unreachable while something outside still uses it, and drop its value
+//!   under a live borrow. The collector detects some of these (a trial count
+//!   below zero) and then gives up on the collection, but not all; this is
+//!   the part of the contract that `unsafe` stands for.
 //!
 //! `#[derive(Trace)]` (behind the default `derive` feature) writes an
 //! implementation that satisfies the contract for any struct or enum, so
@@ -48,7 +66,10 @@
 //! is treated as reachable for that collection ([`Tracer::keep_alive`]).
 //! [`Cell`] is traced only for `Copy` contents, which cannot own a pointer.
 //! Implement `Trace` for your own cells the same way: if the contents cannot be
-//! read right now, call [`Tracer::keep_alive`].
+//! read right now, call [`Tracer::keep_alive`]. A lock type of your own that
+//! holds `sync::Gc` handles implements [`sync::TraceLock`](crate::sync::TraceLock)
+//! and is traced with [`Tracer::trace_lock`], so that the thread-safe
+//! collector can keep it locked while it validates a cycle.
 
 use core::cell::{Cell, RefCell};
 use core::marker::PhantomData;
@@ -72,8 +93,10 @@ pub(crate) enum Family {
 
 /// Receives the collected pointers owned by a value during [`Trace::trace`].
 ///
-/// Its only public operation is [`keep_alive`](Tracer::keep_alive); pointers
-/// report themselves when their own `trace` is called.
+/// Its public operations are [`keep_alive`](Tracer::keep_alive) and
+/// [`trace_lock`](Tracer::trace_lock) (for lock types of your own, see
+/// [`sync::TraceLock`](crate::sync::TraceLock)); pointers report themselves
+/// when their own `trace` is called.
 pub struct Tracer<'a> {
     edges: Edges<'a>,
     keep_alive: bool,
@@ -168,11 +191,14 @@ impl<'a> Tracer<'a> {
 ///
 /// # Safety
 ///
-/// `trace` must report each collected pointer the value owns at most once and
-/// must never report one it does not own; it must not create, drop or move
-/// pointers. `MAY_CONTAIN_GC` may be `false` only for types that can never own
-/// a collected pointer. Reporting *fewer* pointers than the value owns is safe
-/// (those cycles leak).
+/// The four obligations of the [module documentation](crate::trace#the-contract),
+/// in short: (1) `trace` reports only collected pointers the value owns, each
+/// at most once per call; (2) while a collection runs it takes no collected
+/// pointer away from any value (cloning, dropping its own clones, allocating,
+/// `collect()` and panicking are fine); (3) `MAY_CONTAIN_GC` is `false` only
+/// for types that can never own a collected pointer; (4) `sync::Gc` handles
+/// change only through `&mut` or inside the locks this crate traces.
+/// Reporting *fewer* pointers than the value owns is safe (those cycles leak).
 pub unsafe trait Trace {
     /// Whether a value of this type may own a collected pointer (`Gc` or
     /// `sync::Gc`), directly or through its fields.

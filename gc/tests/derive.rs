@@ -518,3 +518,48 @@ fn derived_type_with_drop_impl_is_collected() {
     collect();
     assert_eq!(drops(), 2);
 }
+
+/// A module-level type that owns a `Gc`. The test below derives a local type
+/// of the same name that holds it as `self::Shadowed<T>`.
+#[derive(Trace)]
+struct Shadowed<T: Trace + 'static> {
+    link: Link<T>,
+}
+
+/// Issue 12, item 6: `self::Shadowed<T>` inside a function body names the
+/// module's type, not the local one; it was taken for a self-reference, the
+/// local type became a leaf (`MAY_CONTAIN_GC = false`), and every cycle
+/// through it leaked.
+#[test]
+fn a_local_type_named_like_a_module_type_is_not_a_self_reference() {
+    #[derive(Trace)]
+    struct Shadowed<T: Trace + 'static> {
+        inner: self::Shadowed<T>,
+        _tally: Tally,
+    }
+
+    #[derive(Trace)]
+    struct Owner {
+        next: Link<Shadowed<Owner>>,
+        _tally: Tally,
+    }
+
+    assert!(may::<Shadowed<u8>>());
+    assert!(may::<Shadowed<Owner>>());
+    // owner → local Shadowed → module Shadowed → owner: a cycle.
+    let owner = Gc::new(Owner {
+        next: RefCell::new(None),
+        _tally: Tally,
+    });
+    let local = Gc::new(Shadowed {
+        inner: self::Shadowed {
+            link: RefCell::new(Some(owner.clone())),
+        },
+        _tally: Tally,
+    });
+    link(&owner.next, &local);
+    let before = drops();
+    drop((owner, local));
+    collect();
+    assert_eq!(drops() - before, 2);
+}

@@ -56,6 +56,49 @@ fn nim16_threshold_shrinks_to_sixteen_when_collections_free_garbage() {
     assert_eq!(stats.promoted, 0, "Nim16 has no generations");
 }
 
+/// Drops 2-cycles until the next collection; returns how many it took.
+fn cycles_until_collection() -> u64 {
+    let before = recycler::stats().collections();
+    let mut cycles = 0;
+    while recycler::stats().collections() == before {
+        drop_two_cycle();
+        cycles += 1;
+    }
+    cycles
+}
+
+#[test]
+fn nim16_shared_threshold_is_one_threshold_for_every_thread() {
+    // One thread shrinks the shared threshold (every collection frees all it
+    // touches): 128, 84, 56, 36, 24, 16.
+    std::thread::spawn(|| {
+        recycler::set_policy(Policy::Nim16);
+        recycler::set_nim16_shared_threshold(true);
+        let periods: Vec<u64> = (0..5).map(|_| cycles_until_collection()).collect();
+        assert_eq!(periods, [64, 42, 28, 18, 12]);
+        assert_eq!(recycler::nim16_threshold(), 16);
+        recycler::collect();
+    })
+    .join()
+    .unwrap();
+    // Another thread that opts in starts from there, not from 128.
+    std::thread::spawn(|| {
+        recycler::set_policy(Policy::Nim16);
+        recycler::set_nim16_shared_threshold(true);
+        assert_eq!(recycler::nim16_threshold(), 16);
+        assert_eq!(cycles_until_collection(), 8);
+        recycler::collect();
+    })
+    .join()
+    .unwrap();
+    // A thread that does not opt in keeps its own threshold.
+    recycler::set_policy(Policy::Nim16);
+    assert_eq!(recycler::nim16_threshold(), 128);
+    assert_eq!(cycles_until_collection(), 64);
+    recycler::collect();
+    assert_eq!(recycler::stats().live, 0);
+}
+
 #[test]
 fn nim16_threshold_grows_when_collections_touch_live_objects() {
     recycler::set_policy(Policy::Manual);

@@ -42,6 +42,17 @@
 //! | `get_mut_against_collector` | `&mut` access vs. tracing (data race check) |
 //! | `abort_then_eventual_collection` | validation fails, a later pass frees |
 //! | `two_concurrent_collectors` | R5 and one-collector-at-a-time |
+//!
+//! Generations (tests/generations.rs), each checked against a planted bug at
+//! the bound above (the bug put in temporarily, the model failing, the bug
+//! removed):
+//!
+//! | model | race | planted bug found |
+//! |---|---|---|
+//! | `promotion_against_last_drop` | a minor collection promotes an object whose last handle drops | promoting after releasing the hold (causality violation on the generation flag) |
+//! | `promotion_against_upgrade` | `Weak::upgrade` of a young garbage cycle during a minor collection | `upgrade` ignoring `CLAIMED` (causality violation on the dead flag) |
+//! | `old_cycle_against_upgrade` | validation of an *old* garbage cycle against an upgrade | no Δ-test for old members (causality violation on the dead flag) |
+//! | `old_root_rebuffering` | the cross-generation rule while the young member's last outside handle drops | no re-buffering as an old root (the cycle leaks) |
 
 #[cfg(loom)]
 pub mod support;

@@ -389,3 +389,61 @@ fn two_concurrent_collectors() {
         finish(&book);
     });
 }
+
+/// A self-loop whose `Trace` panics the first time it runs.
+struct Fragile {
+    me: Mutex<Option<Gc<Fragile>>>,
+    /// Not a loom atomic: only the collecting thread touches it.
+    traced: std::sync::atomic::AtomicBool,
+    /// Dropped with the value: records the drop in the book.
+    _node: Gc<Node>,
+}
+
+// SAFETY: reports the handle once, through its mutex (or panics before
+// reporting anything).
+unsafe impl Trace for Fragile {
+    fn trace(&self, tracer: &mut recycler::Tracer<'_>) {
+        if !self.traced.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            std::panic::panic_any(FragileTrace);
+        }
+        self.me.trace(tracer);
+    }
+}
+
+/// The payload of `Fragile`'s panic (not printed by the panic hook).
+struct FragileTrace;
+
+/// A `Trace` impl panics in a collection while another thread drops the
+/// last outside handle of a cycle: the panic is re-raised at the end of the
+/// collection, no drained root is lost (the panicking object is buffered
+/// again) and a later collection frees everything, each object once.
+#[test]
+fn trace_panic_against_mutator() {
+    static QUIET: std::sync::Once = std::sync::Once::new();
+    QUIET.call_once(|| {
+        let hook = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if !info.payload().is::<FragileTrace>() {
+                hook(info);
+            }
+        }));
+    });
+    model(|| {
+        set_policy(Policy::Manual);
+        let book = Book::new(3);
+        let (a, b) = pair(&book);
+        drop(b);
+        let f = Gc::new(Fragile {
+            me: Mutex::new(None),
+            traced: std::sync::atomic::AtomicBool::new(false),
+            _node: Node::new(&book, 2),
+        });
+        *f.me.lock().unwrap() = Some(f.clone());
+        drop(f);
+        let t = thread::spawn(move || drop(a));
+        let result = std::panic::catch_unwind(collect);
+        t.join().unwrap();
+        assert!(result.unwrap_err().is::<FragileTrace>());
+        finish(&book);
+    });
+}

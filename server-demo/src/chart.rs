@@ -9,14 +9,19 @@ use anyhow::anyhow;
 use plotters::prelude::*;
 
 use crate::compare::Results;
-use crate::mode::{Mode, Runtime};
+use crate::mode::{Defects, Mode, Runtime};
 
 const MIB: f64 = 1024.0 * 1024.0;
 
-fn colour(mode: Mode, runtime: Runtime) -> RGBColor {
+fn colour(mode: Mode, defects: Defects, runtime: Runtime) -> RGBColor {
     let RGBColor(r, g, b) = match mode {
+        Mode::ArcWeak => RGBColor(44, 160, 44),
         Mode::Arc => RGBColor(214, 39, 40),
         Mode::OrcNim16 => RGBColor(255, 127, 14),
+        Mode::OrcNim16Faithful if defects == Defects::ALL => RGBColor(148, 103, 189),
+        Mode::OrcNim16Faithful if defects.all_cyclic => RGBColor(140, 86, 75),
+        Mode::OrcNim16Faithful if defects.shared_threshold => RGBColor(227, 119, 194),
+        Mode::OrcNim16Faithful => RGBColor(127, 127, 127),
         Mode::Orc => RGBColor(31, 119, 180),
     };
     match runtime {
@@ -28,7 +33,9 @@ fn colour(mode: Mode, runtime: Runtime) -> RGBColor {
 /// Draws `results` into an SVG file at `path`.
 pub fn draw(results: &Results, path: &Path) -> anyhow::Result<()> {
     let err = |e: &dyn std::fmt::Display| anyhow!("drawing {}: {e}", path.display());
-    let root = SVGBackend::new(path, (1200, 500)).into_drawing_area();
+    // Room for every bar's label (ablations have six variants per runtime).
+    let bars_width = 440.max(110 * results.summary.len() as u32);
+    let root = SVGBackend::new(path, (760 + bars_width, 500)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| err(&e))?;
     let (left, right) = root.split_horizontally(760);
 
@@ -66,13 +73,9 @@ pub fn draw(results: &Results, path: &Path) -> anyhow::Result<()> {
         .draw()
         .map_err(|e| err(&e))?;
     for variant in &results.summary {
-        let c = colour(variant.mode, variant.runtime);
+        let c = colour(variant.mode, variant.defects, variant.runtime);
         let mut labelled = false;
-        for run in results
-            .runs
-            .iter()
-            .filter(|r| r.mode == variant.mode && r.runtime == variant.runtime)
-        {
+        for run in results.runs.iter().filter(|r| r.label == variant.label) {
             let series = chart
                 .draw_series(LineSeries::new(
                     run.rss.iter().map(|&(t, b)| (t, b as f64 / MIB)),
@@ -99,7 +102,10 @@ pub fn draw(results: &Results, path: &Path) -> anyhow::Result<()> {
     let rps_max = results.summary.iter().map(|s| s.rps).fold(1.0f64, f64::max);
     let names: Vec<&str> = results.summary.iter().map(|s| s.label.as_str()).collect();
     let mut bars = ChartBuilder::on(&right)
-        .caption("Requests per second (median)", ("sans-serif", 20))
+        .caption(
+            "Requests per second (median; × arc-weak)",
+            ("sans-serif", 20),
+        )
         .margin(12)
         .x_label_area_size(40)
         .y_label_area_size(70)
@@ -123,13 +129,16 @@ pub fn draw(results: &Results, path: &Path) -> anyhow::Result<()> {
     bars.draw_series(results.summary.iter().enumerate().map(|(i, s)| {
         Rectangle::new(
             [(i as f64 + 0.15, 0.0), (i as f64 + 0.85, s.rps)],
-            colour(s.mode, s.runtime).filled(),
+            colour(s.mode, s.defects, s.runtime).filled(),
         )
     }))
     .map_err(|e| err(&e))?;
     bars.draw_series(results.summary.iter().enumerate().map(|(i, s)| {
         Text::new(
-            format!("{:.0}", s.rps),
+            match s.ratio_to_baseline {
+                Some(r) => format!("{:.0} ({r:.2}×)", s.rps),
+                None => format!("{:.0}", s.rps),
+            },
             (i as f64 + 0.3, s.rps * 1.02 + rps_max * 0.03),
             ("sans-serif", 14),
         )

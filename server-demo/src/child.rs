@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context as _};
 
-use crate::mode::{Mode, Runtime};
+use crate::mode::Variant;
 
 /// The pid of the child currently running, for the interrupt handler.
 static CURRENT: Mutex<Option<u32>> = Mutex::new(None);
@@ -32,9 +32,14 @@ pub struct ServerChild {
 }
 
 impl ServerChild {
-    /// Starts `serve --mm mode --runtime runtime --threads threads --port 0`
-    /// and waits until it listens.
-    pub fn start(mode: Mode, runtime: Runtime, threads: u16) -> anyhow::Result<Self> {
+    /// Starts `serve --mm MODE --nim16-defects DEFECTS --runtime RUNTIME
+    /// --threads threads --port 0` for `variant` and waits until it listens.
+    pub fn start(variant: Variant, threads: u16) -> anyhow::Result<Self> {
+        let Variant {
+            runtime,
+            mode,
+            defects,
+        } = variant;
         let exe = std::env::current_exe().context("cannot find the server-demo executable")?;
         let parent = crate::sys::pid();
         let mut cmd = Command::new(exe);
@@ -49,6 +54,7 @@ impl ServerChild {
         ])
         .args(["--threads", &threads.to_string()])
         .args(["--runtime", runtime.name()])
+        .args(["--nim16-defects", &defects.to_string()])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());

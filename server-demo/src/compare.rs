@@ -2,8 +2,19 @@
 //!
 //! A mode runs on each of the `--runtimes` asked for (by default only the
 //! per-thread one); its label is the mode's name on the per-thread runtime
-//! and `mode/ws` on the work-stealing one, and "vs arc" compares with `arc`
-//! on the same runtime.
+//! and `mode/ws` on the work-stealing one. The baseline is `arc-weak`
+//! (careful ARC: nothing leaks, nothing is collected) on the same runtime:
+//! "vs arc-weak" and `ratio_to_baseline` compare with it; "vs arc" (leaking
+//! ARC, whose page faults flatter every collector) is kept beside it.
+//!
+//! `--ablation` runs, instead of `--modes`, the baseline, `orc-nim16` (no
+//! defect), `orc-nim16` plus each Nim 1.6.12 defect alone, and
+//! `orc-nim16-faithful` (all of them), and apportions the collapse (the
+//! faithful mode's loss of req/s, and its extra server CPU per request,
+//! against `orc-nim16`) to the defects. `--preset seed` and `--preset
+//! seed-10k` set the load of the report this project answers (1000 or
+//! 10,000 connections, 60 s runs); the descriptor limit is raised as far as
+//! the hard limit allows, and compare refuses a load it cannot open.
 //!
 //! For each round and each (runtime, mode): start `serve` as a child, warm it
 //! up with the load generator, read `/stats`, load it for the measured
@@ -25,7 +36,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::child::ServerChild;
 use crate::load::{self, LoadReport, Target};
-use crate::mode::{Mode, Runtime};
+use crate::mode::{Defects, Mode, Runtime, Variant};
 use crate::stats::ServerStats;
 
 /// RSS sampling interval.
@@ -33,29 +44,73 @@ pub const SAMPLE_EVERY: Duration = Duration::from_millis(250);
 
 const MIB: f64 = 1024.0 * 1024.0;
 
+/// The load of a named setup.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Preset {
+    /// The report's load: 1000 connections, 60 s per run
+    /// (`bombardier -c 1000 -d 1m`).
+    Seed,
+    /// 10,000 connections, 60 s per run (needs RLIMIT_NOFILE above 10,000
+    /// for the load generator and the server each).
+    #[value(name = "seed-10k")]
+    Seed10k,
+}
+
+impl Preset {
+    fn connections(self) -> u32 {
+        match self {
+            Preset::Seed => 1000,
+            Preset::Seed10k => 10_000,
+        }
+    }
+}
+
+/// Connections when neither `--connections` nor `--preset` says.
+const DEFAULT_CONNECTIONS: u32 = 256;
+/// Measured duration when neither `--duration` nor `--preset` says.
+const DEFAULT_DURATION: Duration = Duration::from_secs(10);
+/// Duration of a preset's runs.
+const PRESET_DURATION: Duration = Duration::from_secs(60);
+/// Descriptors a process needs besides its connections (listeners,
+/// standard streams, /proc reads, the stats connection, epoll, eventfds).
+const SPARE_DESCRIPTORS: u64 = 64;
+
 /// Arguments of `compare`.
 #[derive(Args, Debug, Clone)]
 pub struct CompareArgs {
-    /// Modes to compare, comma-separated.
+    /// Modes to compare, comma-separated (arc-weak is the baseline).
     #[arg(
         long,
         value_enum,
         value_delimiter = ',',
-        default_value = "arc,orc-nim16,orc"
+        default_value = "arc-weak,arc,orc-nim16,orc-nim16-faithful,orc"
     )]
     pub modes: Vec<Mode>,
+    /// Nim 1.6.12 defects of orc-nim16-faithful: all, none, or a list of
+    /// all-cyclic, shared-threshold, locked-alloc.
+    #[arg(long, default_value = "all", value_parser = Defects::parse)]
+    pub nim16_defects: Defects,
+    /// Run arc-weak, orc-nim16, orc-nim16 with each defect alone and with
+    /// all of them (instead of --modes), and apportion the collapse.
+    #[arg(long)]
+    pub ablation: bool,
+    /// The seed report's load: `seed` (1000 connections, 60 s) or
+    /// `seed-10k` (10,000 connections, 60 s); --connections and --duration
+    /// override it.
+    #[arg(long, value_enum)]
+    pub preset: Option<Preset>,
     /// Server runtimes to run every mode on, comma-separated.
     #[arg(long, value_enum, value_delimiter = ',', default_value = "per-thread")]
     pub runtimes: Vec<Runtime>,
     /// Server worker threads.
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub threads: u16,
-    /// Load-generator connections.
-    #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..=100_000))]
-    pub connections: u32,
-    /// Measured load per run, e.g. 10s.
-    #[arg(long, default_value = "10s", value_parser = crate::parse_duration)]
-    pub duration: Duration,
+    /// Load-generator connections [default: 256, or the preset's].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub connections: Option<u32>,
+    /// Measured load per run, e.g. 10s [default: 10s, or the preset's 60s].
+    #[arg(long, value_parser = crate::parse_duration)]
+    pub duration: Option<Duration>,
     /// Warm-up load before each measured run.
     #[arg(long, default_value = "1s", value_parser = crate::parse_duration)]
     pub warmup: Duration,
@@ -70,15 +125,55 @@ pub struct CompareArgs {
     pub out: PathBuf,
 }
 
+impl CompareArgs {
+    /// Connections: `--connections`, else the preset's, else 256.
+    pub fn connections(&self) -> u32 {
+        self.connections
+            .or(self.preset.map(Preset::connections))
+            .unwrap_or(DEFAULT_CONNECTIONS)
+    }
+
+    /// Measured duration: `--duration`, else the preset's, else 10 s.
+    pub fn duration(&self) -> Duration {
+        self.duration
+            .or(self.preset.map(|_| PRESET_DURATION))
+            .unwrap_or(DEFAULT_DURATION)
+    }
+
+    /// What runs, in order: per runtime, the modes (or the ablation set).
+    pub fn variants(&self) -> Vec<Variant> {
+        let runtimes = first_occurrences(&self.runtimes);
+        let mut out = Vec::new();
+        for &runtime in &runtimes {
+            if self.ablation {
+                out.push(Variant::new(runtime, Mode::ArcWeak, Defects::NONE));
+                out.push(Variant::new(runtime, Mode::OrcNim16, Defects::NONE));
+                for d in Defects::each() {
+                    out.push(Variant::new(runtime, Mode::OrcNim16Faithful, d));
+                }
+                out.push(Variant::new(runtime, Mode::OrcNim16Faithful, Defects::ALL));
+            } else {
+                for &mode in &first_occurrences(&self.modes) {
+                    out.push(Variant::new(runtime, mode, self.nim16_defects));
+                }
+            }
+        }
+        first_occurrences(&out)
+    }
+}
+
 /// One measured run of one mode.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Run {
     /// The mode.
     pub mode: Mode,
+    /// Its Nim 1.6.12 defects (orc-nim16-faithful only).
+    #[serde(default)]
+    pub defects: Defects,
     /// The server's runtime.
     #[serde(default)]
     pub runtime: Runtime,
-    /// The mode's label in the table and chart ([`Runtime::label`]).
+    /// The label in the table and chart ([`Variant::label`]).
     pub label: String,
     /// Round, from 1.
     pub round: u32,
@@ -103,18 +198,42 @@ pub struct Run {
     pub server_cpu_us_per_request: f64,
 }
 
+impl Run {
+    fn variant(&self) -> Variant {
+        Variant {
+            runtime: self.runtime,
+            mode: self.mode,
+            defects: self.defects,
+        }
+    }
+
+    /// A counter's increase over the measured phase.
+    fn delta(&self, f: impl Fn(&crate::stats::ThreadStats) -> u64) -> u64 {
+        f(&self.stats_after.total).saturating_sub(f(&self.stats_before.total))
+    }
+}
+
 /// The per-mode summary (medians over rounds).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Summary {
     /// The mode.
     pub mode: Mode,
+    /// Its Nim 1.6.12 defects (orc-nim16-faithful only).
+    #[serde(default)]
+    pub defects: Defects,
     /// The server's runtime.
     #[serde(default)]
     pub runtime: Runtime,
-    /// The mode's label in the table and chart ([`Runtime::label`]).
+    /// The label in the table and chart ([`Variant::label`]).
     pub label: String,
     /// Median requests per second.
     pub rps: f64,
+    /// `rps` over the baseline's (`arc-weak` on the same runtime, if it ran).
+    #[serde(default)]
+    pub ratio_to_baseline: Option<f64>,
+    /// `server_cpu_us_per_request` over the baseline's.
+    #[serde(default)]
+    pub cpu_ratio_to_baseline: Option<f64>,
     /// `rps` over arc's on the same runtime (if arc ran on it).
     pub ratio_to_arc: Option<f64>,
     /// Median of the runs' mean latency, ms.
@@ -131,6 +250,12 @@ pub struct Summary {
     pub freed_by_collector: u64,
     /// Median collections during a measured run.
     pub collections: u64,
+    /// Median objects traced per collection during a measured run.
+    #[serde(default)]
+    pub traced_per_collection: f64,
+    /// Median objects traced by the collector per request answered.
+    #[serde(default)]
+    pub traced_per_request: f64,
     /// Median share of server CPU time spent in the collector.
     pub collector_share: f64,
     /// Median server CPU time per request, µs.
@@ -163,6 +288,9 @@ pub struct Results {
     pub config: Config,
     /// One row per mode.
     pub summary: Vec<Summary>,
+    /// With `--ablation`: each defect's share of the collapse, per runtime.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ablation: Vec<Ablation>,
     /// Every run.
     pub runs: Vec<Run>,
 }
@@ -172,6 +300,15 @@ pub struct Results {
 pub struct Config {
     /// Modes.
     pub modes: Vec<Mode>,
+    /// Defects of orc-nim16-faithful.
+    #[serde(default)]
+    pub nim16_defects: Defects,
+    /// Whether this was an ablation run.
+    #[serde(default)]
+    pub ablation: bool,
+    /// Descriptor limit (soft, hard) after raising it.
+    #[serde(default)]
+    pub nofile_limit: Option<(u64, u64)>,
     /// Runtimes.
     #[serde(default)]
     pub runtimes: Vec<Runtime>,
@@ -191,47 +328,51 @@ pub struct Config {
 
 /// Runs the comparison, prints the table, writes results.json and the chart.
 pub fn run(args: &CompareArgs) -> anyhow::Result<()> {
-    if args.modes.is_empty() {
+    if args.modes.is_empty() && !args.ablation {
         bail!("--modes needs at least one mode");
     }
     if args.runtimes.is_empty() {
         bail!("--runtimes needs at least one runtime");
     }
-    let modes = first_occurrences(&args.modes);
-    let runtimes = first_occurrences(&args.runtimes);
-    let variants: Vec<(Runtime, Mode)> = runtimes
-        .iter()
-        .flat_map(|&r| modes.iter().map(move |&m| (r, m)))
-        .collect();
+    let variants = args.variants();
+    let connections = args.connections();
+    let duration = args.duration();
+    // The children inherit the raised limit: the server needs as many
+    // descriptors as the load generator.
+    let nofile = ensure_descriptors(connections)?;
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("cannot create the output directory {}", args.out.display()))?;
     crate::child::install_interrupt_handler()?;
     let machine = machine();
     eprintln!(
-        "compare: {} on {} CPUs ({}); server {} threads, load {} connections on {} threads, {:?} + {:?} warm-up, {} rounds",
+        "compare: {} on {} CPUs ({}); server {} threads, load {} connections on {} threads, {:?} + {:?} warm-up, {} rounds; RLIMIT_NOFILE {} (hard {})",
         variants
             .iter()
-            .map(|&(r, m)| r.label(m))
+            .map(|v| v.label())
             .collect::<Vec<_>>()
             .join(", "),
         machine.cpus,
         machine.cpu_model,
         args.threads,
-        args.connections,
+        connections,
         args.load_threads,
-        args.duration,
+        duration,
         args.warmup,
-        args.repeat
+        args.repeat,
+        nofile.0,
+        nofile.1,
     );
+    if usize::from(args.threads) > machine.cpus {
+        eprintln!(
+            "note: {} server threads on {} CPUs (the report ran 12 threads on 12 cores)",
+            args.threads, machine.cpus
+        );
+    }
     let mut runs = Vec::new();
     for round in 1..=args.repeat {
-        for &(runtime, mode) in &variants {
-            eprint!(
-                "[round {round}/{}] {:<12} ",
-                args.repeat,
-                runtime.label(mode)
-            );
-            let run = run_one(mode, runtime, round, args)?;
+        for &variant in &variants {
+            eprint!("[round {round}/{}] {:<32} ", args.repeat, variant.label());
+            let run = run_one(variant, round, args)?;
             eprintln!(
                 "{:>9.0} req/s  p99 {:>7.2} ms  peak RSS {:>7.1} MiB  growth {:>7.1} MiB/min  collector {:>5.1}%  {:>5.2} µs CPU/req",
                 run.load.rps,
@@ -245,20 +386,34 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<()> {
         }
     }
     let summary = summarize(&variants, &runs);
-    println!("{}", render_table(&summary, &machine, args));
+    println!(
+        "{}",
+        render_table(&summary, &machine, args, connections, duration)
+    );
+    let ablation = if args.ablation {
+        let rows = ablate(&summary);
+        println!("{}", render_ablation(&rows));
+        rows
+    } else {
+        Vec::new()
+    };
     let results = Results {
         machine,
         config: Config {
-            modes,
-            runtimes,
+            modes: first_occurrences(&variants.iter().map(|v| v.mode).collect::<Vec<_>>()),
+            nim16_defects: args.nim16_defects,
+            ablation: args.ablation,
+            nofile_limit: Some(nofile),
+            runtimes: first_occurrences(&args.runtimes),
             threads: args.threads,
-            connections: args.connections,
-            duration_s: args.duration.as_secs_f64(),
+            connections,
+            duration_s: duration.as_secs_f64(),
             warmup_s: args.warmup.as_secs_f64(),
             repeat: args.repeat,
             load_threads: args.load_threads,
         },
         summary,
+        ablation,
         runs,
     };
     let json_path = args.out.join("results.json");
@@ -268,6 +423,23 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<()> {
     crate::chart::draw(&results, &svg_path)?;
     eprintln!("wrote {} and {}", json_path.display(), svg_path.display());
     Ok(())
+}
+
+/// Raises this process's descriptor limit as far as allowed (the server
+/// children inherit it) and checks that `connections` fit; returns the
+/// limit (soft, hard). Says so, and refuses, when they cannot.
+pub fn ensure_descriptors(connections: u32) -> anyhow::Result<(u64, u64)> {
+    let (soft, hard) = crate::sys::raise_nofile_limit().context("cannot raise RLIMIT_NOFILE")?;
+    let needed = u64::from(connections) + SPARE_DESCRIPTORS;
+    if soft < needed {
+        bail!(
+            "{connections} connections need about {needed} file descriptors in the load generator \
+             and as many in the server, but RLIMIT_NOFILE can only be raised to {soft} \
+             (hard limit {hard}); use fewer connections or raise the hard limit \
+             (e.g. `ulimit -Hn`, /etc/security/limits.conf, or systemd's LimitNOFILE)"
+        );
+    }
+    Ok((soft, hard))
 }
 
 /// `items` without repetitions, in the order they first appear.
@@ -311,19 +483,20 @@ impl Sampler {
     }
 }
 
-fn run_one(mode: Mode, runtime: Runtime, round: u32, args: &CompareArgs) -> anyhow::Result<Run> {
-    let mut child = ServerChild::start(mode, runtime, args.threads)?;
+fn run_one(variant: Variant, round: u32, args: &CompareArgs) -> anyhow::Result<Run> {
+    let (connections, duration) = (args.connections(), args.duration());
+    let mut child = ServerChild::start(variant, args.threads)?;
     let sampler = Sampler::start(child.pid());
     let url = format!("http://{}/", child.addr);
     let target = Target::parse(&url)?;
     if !args.warmup.is_zero() {
         eprint!("warm-up… ");
-        load::load(&target, args.connections, args.load_threads, args.warmup)?;
+        load::load(&target, connections, args.load_threads, args.warmup)?;
     }
     let stats_before = get_stats(child.addr)?;
     eprint!("load… ");
     let started = Instant::now();
-    let report = load::load(&target, args.connections, args.load_threads, args.duration)?;
+    let report = load::load(&target, connections, args.load_threads, duration)?;
     let stats_after = get_stats(child.addr)?;
     let samples = sampler.finish();
     child.stop();
@@ -363,9 +536,10 @@ fn run_one(mode: Mode, runtime: Runtime, round: u32, args: &CompareArgs) -> anyh
         0.0
     };
     Ok(Run {
-        mode,
-        runtime,
-        label: runtime.label(mode),
+        mode: variant.mode,
+        defects: variant.defects,
+        runtime: variant.runtime,
+        label: variant.label(),
         round,
         load: report,
         rss,
@@ -409,40 +583,33 @@ fn median(mut xs: Vec<f64>) -> f64 {
     }
 }
 
-fn summarize(variants: &[(Runtime, Mode)], runs: &[Run]) -> Vec<Summary> {
+fn summarize(variants: &[Variant], runs: &[Run]) -> Vec<Summary> {
     let mut out: Vec<Summary> = variants
         .iter()
-        .map(|&(runtime, mode)| {
-            let rs: Vec<&Run> = runs
-                .iter()
-                .filter(|r| r.mode == mode && r.runtime == runtime)
-                .collect();
+        .map(|&variant| {
+            let rs: Vec<&Run> = runs.iter().filter(|r| r.variant() == variant).collect();
             let med = |f: &dyn Fn(&Run) -> f64| median(rs.iter().map(|r| f(r)).collect());
+            let requests = |r: &Run| r.delta(|t| t.requests).max(1) as f64;
             Summary {
-                mode,
-                runtime,
-                label: runtime.label(mode),
+                mode: variant.mode,
+                defects: variant.defects,
+                runtime: variant.runtime,
+                label: variant.label(),
                 rps: med(&|r| r.load.rps),
+                ratio_to_baseline: None,
+                cpu_ratio_to_baseline: None,
                 ratio_to_arc: None,
                 latency_avg_ms: med(&|r| r.load.latency_avg_ms),
                 latency_p99_ms: med(&|r| r.load.latency_p99_ms),
                 peak_rss_mib: rs.iter().map(|r| r.peak_rss_bytes).max().unwrap_or(0) as f64 / MIB,
                 rss_growth_mib_per_min: med(&|r| r.rss_growth_mib_per_min),
                 live_at_end: med(&|r| r.stats_after.total.live as f64) as u64,
-                freed_by_collector: med(&|r| {
-                    r.stats_after
-                        .total
-                        .freed_by_collector
-                        .saturating_sub(r.stats_before.total.freed_by_collector)
-                        as f64
-                }) as u64,
-                collections: med(&|r| {
-                    r.stats_after
-                        .total
-                        .collections()
-                        .saturating_sub(r.stats_before.total.collections())
-                        as f64
-                }) as u64,
+                freed_by_collector: med(&|r| r.delta(|t| t.freed_by_collector) as f64) as u64,
+                collections: med(&|r| r.delta(|t| t.collections()) as f64) as u64,
+                traced_per_collection: med(&|r| {
+                    r.delta(|t| t.nodes_traced) as f64 / r.delta(|t| t.collections()).max(1) as f64
+                }),
+                traced_per_request: med(&|r| r.delta(|t| t.nodes_traced) as f64 / requests(r)),
                 collector_share: med(&|r| r.collector_share),
                 server_cpu_us_per_request: med(&|r| r.server_cpu_us_per_request),
                 errors: rs.iter().map(|r| r.load.errors).sum(),
@@ -450,45 +617,161 @@ fn summarize(variants: &[(Runtime, Mode)], runs: &[Run]) -> Vec<Summary> {
             }
         })
         .collect();
-    let arcs: Vec<(Runtime, f64)> = out
-        .iter()
-        .filter(|s| s.mode == Mode::Arc)
-        .map(|s| (s.runtime, s.rps))
-        .collect();
-    for s in &mut out {
-        s.ratio_to_arc = arcs
-            .iter()
-            .find(|&&(r, a)| r == s.runtime && a > 0.0)
-            .map(|&(_, a)| s.rps / a);
+    let find = |out: &[Summary], runtime: Runtime, mode: Mode| {
+        out.iter()
+            .find(|s| s.runtime == runtime && s.mode == mode && s.rps > 0.0)
+            .map(|s| (s.rps, s.server_cpu_us_per_request))
+    };
+    for i in 0..out.len() {
+        let (runtime, rps, cpu) = (out[i].runtime, out[i].rps, out[i].server_cpu_us_per_request);
+        let base = find(&out, runtime, Mode::ArcWeak);
+        let arc = find(&out, runtime, Mode::Arc);
+        let s = &mut out[i];
+        s.ratio_to_baseline = base.map(|(b, _)| rps / b);
+        s.cpu_ratio_to_baseline = base.filter(|&(_, c)| c > 0.0).map(|(_, c)| cpu / c);
+        s.ratio_to_arc = arc.map(|(a, _)| rps / a);
+    }
+    out
+}
+
+/// One defect's part in the collapse of `orc-nim16-faithful` against
+/// `orc-nim16`, on one runtime.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Ablation {
+    /// The runtime.
+    pub runtime: Runtime,
+    /// The row's label: a defect's name, `all`, or `interaction` (what the
+    /// defects cost together beyond the sum of their costs alone).
+    pub defect: String,
+    /// req/s of orc-nim16 with this defect (all of them for `all`).
+    pub rps: Option<f64>,
+    /// Loss of req/s against orc-nim16: `1 - rps / rps(orc-nim16)`.
+    pub rps_loss: f64,
+    /// Share of the whole collapse's req/s loss (all = 1).
+    pub rps_share: Option<f64>,
+    /// Extra server CPU per request against orc-nim16, µs.
+    pub extra_cpu_us_per_request: f64,
+    /// Share of the whole collapse's extra CPU per request (all = 1).
+    pub cpu_share: Option<f64>,
+}
+
+/// Apportions the collapse (orc-nim16 → orc-nim16-faithful) to the defects,
+/// per runtime: each defect alone, the sum's remainder, and all together.
+fn ablate(summary: &[Summary]) -> Vec<Ablation> {
+    let mut rows = Vec::new();
+    let runtimes = first_occurrences(&summary.iter().map(|s| s.runtime).collect::<Vec<_>>());
+    for runtime in runtimes {
+        let get = |mode: Mode, defects: Defects| {
+            summary
+                .iter()
+                .find(|s| s.runtime == runtime && s.mode == mode && s.defects == defects)
+        };
+        let (Some(none), Some(all)) = (
+            get(Mode::OrcNim16, Defects::NONE),
+            get(Mode::OrcNim16Faithful, Defects::ALL),
+        ) else {
+            continue;
+        };
+        let loss = |s: &Summary| 1.0 - s.rps / none.rps.max(1e-9);
+        let extra = |s: &Summary| s.server_cpu_us_per_request - none.server_cpu_us_per_request;
+        let (all_loss, all_extra) = (loss(all), extra(all));
+        let share = |part: f64, whole: f64| (whole > 0.0).then(|| part / whole);
+        let (mut sum_loss, mut sum_extra) = (0.0, 0.0);
+        for (name, d) in Defects::NAMES.iter().zip(Defects::each()) {
+            let Some(s) = get(Mode::OrcNim16Faithful, d) else {
+                continue;
+            };
+            sum_loss += loss(s);
+            sum_extra += extra(s);
+            rows.push(Ablation {
+                runtime,
+                defect: (*name).to_owned(),
+                rps: Some(s.rps),
+                rps_loss: loss(s),
+                rps_share: share(loss(s), all_loss),
+                extra_cpu_us_per_request: extra(s),
+                cpu_share: share(extra(s), all_extra),
+            });
+        }
+        rows.push(Ablation {
+            runtime,
+            defect: "interaction".to_owned(),
+            rps: None,
+            rps_loss: all_loss - sum_loss,
+            rps_share: share(all_loss - sum_loss, all_loss),
+            extra_cpu_us_per_request: all_extra - sum_extra,
+            cpu_share: share(all_extra - sum_extra, all_extra),
+        });
+        rows.push(Ablation {
+            runtime,
+            defect: "all".to_owned(),
+            rps: Some(all.rps),
+            rps_loss: all_loss,
+            rps_share: share(all_loss, all_loss),
+            extra_cpu_us_per_request: all_extra,
+            cpu_share: share(all_extra, all_extra),
+        });
+    }
+    rows
+}
+
+/// The ablation as a Markdown table.
+fn render_ablation(rows: &[Ablation]) -> String {
+    let pct = |x: Option<f64>| x.map_or("–".to_owned(), |x| format!("{:.0} %", x * 100.0));
+    let mut out = String::from(
+        "\nThe collapse by cause: orc-nim16 plus each Nim 1.6.12 defect alone, against orc-nim16 \
+         (share: of what all the defects together cost; \"–\": all together cost nothing to apportion)\n\n\
+         | runtime | defect | req/s | req/s lost | share of the loss | extra CPU/request | share of the extra CPU |\n\
+         |---|---|---:|---:|---:|---:|---:|\n",
+    );
+    for r in rows {
+        out.push_str(&format!(
+            "| {} | {} | {} | {:.1} % | {} | {:+.2} µs | {} |\n",
+            r.runtime,
+            r.defect,
+            r.rps.map_or("–".to_owned(), |x| format!("{x:.0}")),
+            r.rps_loss * 100.0,
+            pct(r.rps_share),
+            r.extra_cpu_us_per_request,
+            pct(r.cpu_share),
+        ));
     }
     out
 }
 
 /// The summary as a Markdown table (it reads as plain text too).
-pub fn render_table(summary: &[Summary], machine: &Machine, args: &CompareArgs) -> String {
+pub fn render_table(
+    summary: &[Summary],
+    machine: &Machine,
+    args: &CompareArgs,
+    connections: u32,
+    duration: Duration,
+) -> String {
     let mut out = format!(
         "\n{} CPUs ({}), Linux {}; server {} threads; {} connections, {:?} per run, {} round(s), medians{}\n\n",
         machine.cpus,
         machine.cpu_model,
         machine.kernel,
         args.threads,
-        args.connections,
-        args.duration,
+        connections,
+        duration,
         args.repeat,
         if summary.iter().any(|s| s.runtime == Runtime::WorkStealing) {
-            "; `/ws`: work-stealing runtime with recycler::sync pointers (vs arc: arc on the same runtime; live and collector counts process-wide)"
+            "; `/ws`: work-stealing runtime with recycler::sync pointers (vs arc-weak, vs arc: on the same runtime; live and collector counts process-wide)"
         } else {
             ""
         }
     );
-    out.push_str("| mode | req/s | vs arc | latency avg | latency p99 | peak RSS | RSS growth | live at end | freed by collector | collections | collector time | server CPU/request |\n");
-    out.push_str("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    out.push_str("| mode | req/s | vs arc-weak | vs arc | latency avg | latency p99 | peak RSS | RSS growth | live at end | freed by collector | collections | collector time | server CPU/request | CPU/request vs arc-weak |\n");
+    out.push_str("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    let ratio = |r: Option<f64>| r.map_or("–".to_owned(), |r| format!("{r:.2}×"));
     for s in summary {
         out.push_str(&format!(
-            "| {} | {:.0} | {} | {:.2} ms | {:.2} ms | {:.1} MiB | {:+.1} MiB/min | {} | {} | {} | {:.1} % | {:.2} µs |\n",
+            "| {} | {:.0} | {} | {} | {:.2} ms | {:.2} ms | {:.1} MiB | {:+.1} MiB/min | {} | {} | {} | {:.1} % | {:.2} µs | {} |\n",
             s.label,
             s.rps,
-            s.ratio_to_arc.map_or("–".to_owned(), |r| format!("{r:.2}×")),
+            ratio(s.ratio_to_baseline),
+            ratio(s.ratio_to_arc),
             s.latency_avg_ms,
             s.latency_p99_ms,
             s.peak_rss_mib,
@@ -497,7 +780,8 @@ pub fn render_table(summary: &[Summary], machine: &Machine, args: &CompareArgs) 
             s.freed_by_collector,
             s.collections,
             s.collector_share * 100.0,
-            s.server_cpu_us_per_request
+            s.server_cpu_us_per_request,
+            ratio(s.cpu_ratio_to_baseline),
         ));
     }
     let errors: u64 = summary.iter().map(|s| s.errors).sum();
@@ -580,6 +864,66 @@ mod tests {
         assert_eq!(slope(&[(0.0, 1.0)]), 0.0);
         let line: Vec<(f64, f64)> = (0..10).map(|i| (i as f64, 3.0 * i as f64 + 1.0)).collect();
         assert!((slope(&line) - 3.0).abs() < 1e-12);
+    }
+
+    fn parse(args: &[&str]) -> CompareArgs {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Cli {
+            #[command(flatten)]
+            compare: CompareArgs,
+        }
+        Cli::try_parse_from(std::iter::once("compare").chain(args.iter().copied()))
+            .unwrap()
+            .compare
+    }
+
+    #[test]
+    fn presets_set_the_load_and_flags_override_them() {
+        let plain = parse(&[]);
+        assert_eq!(
+            (plain.connections(), plain.duration()),
+            (256, Duration::from_secs(10))
+        );
+        let seed = parse(&["--preset", "seed"]);
+        assert_eq!(
+            (seed.connections(), seed.duration()),
+            (1000, Duration::from_secs(60))
+        );
+        let big = parse(&["--preset", "seed-10k", "--duration", "15s"]);
+        assert_eq!(
+            (big.connections(), big.duration()),
+            (10_000, Duration::from_secs(15))
+        );
+        let mine = parse(&["--preset", "seed", "--connections", "64"]);
+        assert_eq!(mine.connections(), 64);
+    }
+
+    #[test]
+    fn the_ablation_runs_the_baseline_nim16_each_defect_and_all() {
+        let args = parse(&["--ablation", "--modes", "orc", "--runtimes", "per-thread"]);
+        let labels: Vec<String> = args.variants().iter().map(|v| v.label()).collect();
+        assert_eq!(
+            labels,
+            [
+                "arc-weak",
+                "orc-nim16",
+                "orc-nim16+all-cyclic",
+                "orc-nim16+shared-threshold",
+                "orc-nim16+locked-alloc",
+                "orc-nim16-faithful"
+            ]
+        );
+        // Without --ablation the defects apply to orc-nim16-faithful only.
+        let args = parse(&[
+            "--modes",
+            "orc,orc-nim16-faithful",
+            "--nim16-defects",
+            "locked-alloc",
+        ]);
+        let v = args.variants();
+        assert_eq!(v[0].defects, Defects::NONE);
+        assert_eq!(v[1].label(), "orc-nim16+locked-alloc");
     }
 
     #[test]

@@ -33,6 +33,18 @@
 //! scheduled, and its cycles come instead from the continuation closure that
 //! refers to itself; we keep the list, which gives the same shape
 //! (a completed future that its own callback's environment still points to).
+//!
+//! The links that close a cycle are declared as back-edges
+//! ([`Pointers::Back`]): an environment's link to its future, the request's
+//! link to its context, the response's links to its request and context,
+//! and a JSON node's parent. They are strong in every family but careful
+//! ARC (`--mm arc-weak`), where they are `Weak` and the request path also
+//! unlinks what a careful programmer would ([`Pointers::UNLINKS`]): a
+//! completed future hands its callbacks to the ready queue instead of
+//! keeping a copy. The remaining strong links then form no cycle once a
+//! request is answered (the dispatcher's links to the request are removed
+//! by deregistration and by running the ready callbacks), so every object is
+//! freed by counting, the same objects as in the other modes.
 
 use recycler::Trace;
 
@@ -82,16 +94,20 @@ impl<F: Pointers> Clone for Callback<F> {
 #[derive(Trace)]
 pub struct Env<F: Pointers> {
     /// The future this callback is registered on (the back-link).
-    pub future: F::P<Future<F>>,
+    pub future: F::Back<Future<F>>,
     /// The iterator environment to resume.
     pub context: F::P<Context<F>>,
 }
 
-/// Nim: `HttpHeaders`, a `ref` to a table of header fields.
+/// Nim: `HttpHeaders`, a `ref` to a table of header fields. A leaf: it owns
+/// no pointer, so it is no cycle candidate unless the family's marker
+/// makes it one (Nim 1.6.12's `canFormAcycle` defect).
 #[derive(Trace)]
-pub struct Headers {
+pub struct Headers<F: Pointers> {
     /// Name/value pairs in arrival order.
     pub fields: Vec<(String, String)>,
+    /// `()`, or [`crate::family::CycleCandidate`].
+    pub candidate: F::Candidate,
 }
 
 /// Nim: `asynchttpserver.Request`.
@@ -102,9 +118,9 @@ pub struct Request<F: Pointers> {
     /// The path of the URL.
     pub path: String,
     /// The request headers.
-    pub headers: F::P<Headers>,
+    pub headers: F::P<Headers<F>>,
     /// Back-link to the handler's context, set once the context exists.
-    pub context: F::Cell<Option<F::P<Context<F>>>>,
+    pub context: F::Cell<Option<F::Back<Context<F>>>>,
     /// The response answering it, once built (Nim's `respond` is called on
     /// the request).
     pub response: F::Cell<Option<F::P<Response<F>>>>,
@@ -116,13 +132,13 @@ pub struct Response<F: Pointers> {
     /// HTTP status.
     pub status: u16,
     /// The response headers.
-    pub headers: F::P<Headers>,
+    pub headers: F::P<Headers<F>>,
     /// The rendered body.
     pub body: F::Cell<String>,
-    /// The request it answers.
-    pub request: F::P<Request<F>>,
-    /// The handler's context.
-    pub context: F::P<Context<F>>,
+    /// The request it answers (a back-link: the request holds the response).
+    pub request: F::Back<Request<F>>,
+    /// The handler's context (a back-link: the context holds the response).
+    pub context: F::Back<Context<F>>,
 }
 
 /// Nim: the environment of `processRequest`'s closure iterator: the async
@@ -166,10 +182,16 @@ impl<F: Family> Future<F> {
 
     /// Nim: `complete`: marks the future finished and schedules its callbacks
     /// on the dispatcher (`callSoon`, which takes a temporary dispatcher
-    /// handle).
+    /// handle). A careful family ([`Pointers::UNLINKS`]) moves them out
+    /// instead of copying them: the future no longer reaches its callbacks'
+    /// environments.
     pub fn complete(&self, hubs: &Hubs<F>) {
         F::write(&self.finished, |f| *f = true);
-        let callbacks = F::read(&self.callbacks, |c| c.clone());
+        let callbacks = if F::UNLINKS {
+            F::write(&self.callbacks, std::mem::take)
+        } else {
+            F::read(&self.callbacks, |c| c.clone())
+        };
         let dispatcher = hubs.dispatcher();
         F::write(&dispatcher.ready, |r| r.extend(callbacks));
     }
@@ -186,7 +208,7 @@ fn poll<F: Family>(hubs: &Hubs<F>) {
 
 /// Continuation after a line was read: the iterator consumes it.
 fn resume_after_line<F: Family>(_: &Hubs<F>, env: &Env<F>) {
-    debug_assert!(F::read(&env.future.finished, |f| *f));
+    debug_assert!(F::with_back(&env.future, |f| F::read(&f.finished, |f| *f)) != Some(false));
     F::write(&env.context.lines_read, |n| *n += 1);
 }
 
@@ -199,8 +221,13 @@ fn resume_after_send<F: Family>(hubs: &Hubs<F>, env: &Env<F>) {
 /// `processClient`'s continuation after `await processRequest(...)`: the
 /// request is no longer in flight.
 fn resume_client<F: Family>(hubs: &Hubs<F>, env: &Env<F>) {
-    debug_assert!(F::ptr_eq(&env.future, &env.context.ret_future));
-    hubs.dispatcher().deregister(env.future.id);
+    // The context holds the future, so even a weak back-link is alive here.
+    let future = &env.context.ret_future;
+    debug_assert_eq!(
+        F::with_back(&env.future, |f| F::ptr_eq(f, future)),
+        Some(true)
+    );
+    hubs.dispatcher().deregister(future.id);
 }
 
 /// What the HTTP layer sends back.
@@ -232,7 +259,10 @@ pub fn handle<'h, F: Family>(
     let request = F::alloc(Request {
         method: method.to_owned(),
         path: path.to_owned(),
-        headers: F::alloc(Headers { fields }),
+        headers: F::alloc(Headers {
+            fields,
+            candidate: F::Candidate::default(),
+        }),
         context: F::cell(None),
         response: F::cell(None),
     });
@@ -253,12 +283,12 @@ pub fn handle<'h, F: Family>(
             app: hubs.app.clone(),
         })
     };
-    F::write(&request.context, |c| *c = Some(context.clone()));
+    F::write(&request.context, |c| *c = Some(F::back(&context)));
     hubs.dispatcher().register(&ret_future);
     ret_future.add_callback(Callback {
         function: resume_client::<F>,
         env: F::alloc(Env {
-            future: ret_future.clone(),
+            future: F::back(&ret_future),
             context: context.clone(),
         }),
     });
@@ -269,7 +299,7 @@ pub fn handle<'h, F: Family>(
         line.add_callback(Callback {
             function: resume_after_line::<F>,
             env: F::alloc(Env {
-                future: line.clone(),
+                future: F::back(&line),
                 context: context.clone(),
             }),
         });
@@ -302,10 +332,11 @@ pub fn handle<'h, F: Family>(
         status,
         headers: F::alloc(Headers {
             fields: vec![("Content-Type".to_owned(), "application/json".to_owned())],
+            candidate: F::Candidate::default(),
         }),
         body: F::cell(body),
-        request: request.clone(),
-        context: context.clone(),
+        request: F::back(&request),
+        context: F::back(&context),
     });
     F::write(&context.response, |r| *r = Some(response.clone()));
     F::write(&request.response, |r| *r = Some(response.clone()));
@@ -316,7 +347,7 @@ pub fn handle<'h, F: Family>(
     send.add_callback(Callback {
         function: resume_after_send::<F>,
         env: F::alloc(Env {
-            future: send.clone(),
+            future: F::back(&send),
             context: context.clone(),
         }),
     });
@@ -343,7 +374,7 @@ pub fn handle<'h, F: Family>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::family::{GcFamily, RcFamily};
+    use crate::family::{GcAllCyclicFamily, GcFamily, RcFamily, WeakRcFamily};
 
     const HEADERS: [(&str, &str); 2] = [("host", "x"), ("accept", "*/*")];
     /// 9 fixed objects plus a future and an environment per line (request
@@ -365,6 +396,57 @@ mod tests {
         assert_eq!(after.live - before.live, 10 * PER_REQUEST);
         assert_eq!(after.freed_by_rc, before.freed_by_rc);
         assert_eq!(hubs.in_flight(), 0);
+    }
+
+    #[test]
+    fn weak_rc_family_builds_the_same_objects_and_frees_them_all_by_counting() {
+        let before = recycler::stats();
+        {
+            let hubs = Hubs::<WeakRcFamily>::new();
+            let built = recycler::stats();
+            assert!(built.live - before.live > 10_000, "document and hubs");
+            for path in ["/", "/stats", "/missing", "/"] {
+                handle(&hubs, "GET", path, HEADERS);
+                // Nothing of the request is left once it is answered.
+                assert_eq!(recycler::stats().live, built.live, "{path}");
+            }
+            assert_eq!(handle(&hubs, "POST", "/", HEADERS).status, 405);
+            let after = recycler::stats();
+            assert_eq!(after.live, built.live);
+            // As many objects per request as the other families build, all
+            // freed by counting.
+            assert_eq!(after.freed_by_rc - built.freed_by_rc, 5 * PER_REQUEST);
+            assert_eq!(hubs.in_flight(), 0);
+            let again = handle(&hubs, "GET", "/", HEADERS);
+            assert_eq!(again.body, r#"{"message":"Hello, World!"}"#);
+        }
+        // The hubs go too: the document's parent links are weak.
+        let end = recycler::stats();
+        assert_eq!(end.live, before.live, "nothing leaks");
+        assert_eq!(end.freed_by_collector, before.freed_by_collector);
+    }
+
+    #[test]
+    fn all_cyclic_family_makes_the_leaves_collector_work() {
+        recycler::set_policy(recycler::Policy::Manual);
+        let hubs = Hubs::<GcAllCyclicFamily>::new();
+        recycler::collect();
+        let before = recycler::stats();
+        for _ in 0..5 {
+            handle(&hubs, "GET", "/", HEADERS);
+        }
+        assert_eq!(recycler::stats().live - before.live, 5 * PER_REQUEST);
+        recycler::collect();
+        let after = recycler::stats();
+        assert_eq!(after.live, before.live);
+        // The two `Headers` of each request are traced and freed with the
+        // cycles, where `GcFamily` leaves them to counting.
+        assert_eq!(
+            after.freed_by_collector - before.freed_by_collector,
+            5 * PER_REQUEST
+        );
+        assert_eq!(after.freed_by_rc, before.freed_by_rc);
+        recycler::set_policy(recycler::Policy::Adaptive);
     }
 
     #[test]
@@ -437,6 +519,21 @@ mod tests {
         }
 
         sync::set_policy(recycler::Policy::Manual);
+        // Careful ARC: the same objects, all freed by counting, hubs included.
+        let base = sync::stats();
+        {
+            let weak_hubs = Hubs::<crate::family::SyncWeakRcFamily>::new();
+            let built = sync::stats();
+            on_two_threads(&weak_hubs, 50);
+            let after = sync::stats();
+            assert_eq!(after.live, built.live, "arc-weak leaks nothing");
+            assert_eq!(after.freed_by_rc - built.freed_by_rc, 100 * PER_REQUEST);
+            assert_eq!(weak_hubs.in_flight(), 0);
+        }
+        let end = sync::stats();
+        assert_eq!(end.live, base.live);
+        assert_eq!(end.freed_by_collector, base.freed_by_collector);
+
         let rc_hubs = Hubs::<SyncRcFamily>::new();
         let before = sync::stats();
         on_two_threads(&rc_hubs, 50);

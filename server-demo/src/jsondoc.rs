@@ -31,8 +31,9 @@ pub struct JsonNode<F: Pointers> {
     // sized, and if it were this cell the compiler would have to normalise
     // `F::Cell<.. JsonNode<F> ..>` to answer, which needs `JsonNode<F>` to be
     // sized first (E0275). An enum last is sized without looking inside.
-    /// The enclosing array or object, set once the parent exists.
-    pub parent: F::Cell<Option<F::P<JsonNode<F>>>>,
+    /// The enclosing array or object, set once the parent exists (a
+    /// back-edge: weak in careful ARC).
+    pub parent: F::Cell<Option<F::Back<JsonNode<F>>>>,
     /// The value; containers own their children.
     pub value: JsonValue<F>,
 }
@@ -87,7 +88,7 @@ impl Builder {
         let node = self.leaf::<F>(JsonValue::Array(children));
         if let JsonValue::Array(children) = &node.value {
             for child in children {
-                F::write(&child.parent, |p| *p = Some(node.clone()));
+                F::write(&child.parent, |p| *p = Some(F::back(&node)));
             }
         }
         node
@@ -98,7 +99,7 @@ impl Builder {
         let node = self.leaf::<F>(JsonValue::Object(fields));
         if let JsonValue::Object(fields) = &node.value {
             for (_, child) in fields {
-                F::write(&child.parent, |p| *p = Some(node.clone()));
+                F::write(&child.parent, |p| *p = Some(F::back(&node)));
             }
         }
         node
@@ -244,7 +245,8 @@ mod tests {
             for child in children {
                 assert!(F::read(&child.parent, |p| p
                     .as_ref()
-                    .is_some_and(|p| F::ptr_eq(p, &node))));
+                    .and_then(|p| F::with_back(p, |p| F::ptr_eq(p, &node)))
+                    .unwrap_or(false)));
                 stack.push(child);
             }
         }
@@ -259,6 +261,11 @@ mod tests {
     #[test]
     fn document_shape_gc() {
         check::<GcFamily>();
+    }
+
+    #[test]
+    fn document_shape_weak_rc() {
+        check::<crate::family::WeakRcFamily>();
     }
 
     #[test]

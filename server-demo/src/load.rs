@@ -41,6 +41,11 @@ pub struct LoadArgs {
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Instead of loading, attack as hostile clients would (see
+    /// `server-demo/README-section.md`, "Hostile clients"): -c connections
+    /// for -d, with a well-behaved probe alongside.
+    #[arg(long, value_enum)]
+    pub attack: Option<crate::attack::Attack>,
 }
 
 /// Where and how hard to load.
@@ -77,6 +82,21 @@ impl Target {
             None => host.to_owned(),
         };
         Ok(Target { addr, host, path })
+    }
+
+    /// The resolved address.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The `Host` header value.
+    pub fn host(&self) -> &str {
+        &self.host
+    }
+
+    /// The path and query.
+    pub fn path(&self) -> &str {
+        &self.path
     }
 }
 
@@ -195,6 +215,10 @@ impl Tally {
 /// Runs `args` and prints the report.
 pub fn run(args: &LoadArgs) -> anyhow::Result<()> {
     let target = Target::parse(&args.url)?;
+    if let Some(attack) = args.attack {
+        return crate::attack::run(&target, attack, args.connections, args.duration);
+    }
+    crate::compare::ensure_descriptors(args.connections)?;
     eprintln!(
         "loading {} with {} connections on {} threads for {:?}",
         args.url, args.connections, args.threads, args.duration

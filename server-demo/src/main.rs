@@ -7,15 +7,19 @@
 //! re-walking the live async graph; a generational collector reclaims them
 //! without that cost.
 
+mod attack;
 mod chart;
 mod child;
 mod compare;
+mod conn;
 mod family;
 mod graph;
 mod hubs;
 mod jsondoc;
 mod listen;
 mod load;
+mod locked_alloc;
+mod log;
 mod mode;
 mod procfs;
 mod server;
@@ -27,6 +31,10 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
+
+/// `System`, behind one lock only when `--mm orc-nim16-faithful` asks for it.
+#[global_allocator]
+static GLOBAL: locked_alloc::LockedAlloc = locked_alloc::LockedAlloc;
 
 /// Reproduces Nim's ORC-versus-ARC trade-off with recycler's pointers.
 #[derive(Parser, Debug)]
@@ -87,10 +95,13 @@ fn main() -> ExitCode {
         Command::Load(args) => load::run(args),
         Command::Compare(args) => compare::run(args),
     };
+    log::flush(Duration::from_millis(200));
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            // Not `eprintln!`: with stderr a closed pipe it would panic
+            // and turn the exit code 1 into 101.
+            log::stderr_line(format_args!("error: {e:#}"));
             ExitCode::FAILURE
         }
     }

@@ -4,12 +4,18 @@
 //! pointer family ([`crate::graph::handle`]). `--runtime work-stealing` runs
 //! [`crate::worksteal`] instead.
 //!
-//! Shutdown: the main thread waits for Ctrl-C or SIGTERM, tells the workers,
-//! and each worker stops accepting, lets its connections finish the request
-//! they are on (graceful shutdown, bounded by [`GRACE`]) and exits.
+//! Connections are accepted and served by [`crate::conn`] (the connection
+//! cap, accept backoff, timeouts and body drain), shared with the
+//! work-stealing runtime. At start the server raises `RLIMIT_NOFILE` to the
+//! hard limit; the connection cap defaults to what that allows.
+//!
+//! Shutdown: the main thread waits for Ctrl-C, SIGTERM or SIGHUP, tells the
+//! workers, and each worker stops accepting, lets its connections finish the
+//! request they are on (graceful shutdown, bounded by [`GRACE`]) and exits.
+//! Nothing on the server path panics when stdout or stderr is gone
+//! ([`mod@crate::log`]).
 
 use std::cell::Cell;
-use std::convert::Infallible;
 use std::net::IpAddr;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -20,12 +26,10 @@ use bytes::Bytes;
 use clap::Args;
 use http_body_util::Full;
 use hyper::header::{HeaderValue, CONTENT_TYPE};
-use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
-use hyper_util::server::graceful::GracefulShutdown;
 use tokio::sync::{mpsc, watch};
 
-use crate::family::{Family, GcFamily, RcFamily};
+use crate::conn::{self, Guard, Limits};
+use crate::family::{Family, GcAllCyclicFamily, GcFamily, RcFamily, WeakRcFamily};
 use crate::graph;
 use crate::hubs::Hubs;
 use crate::mode::{Mode, Runtime};
@@ -53,6 +57,45 @@ pub struct ServeArgs {
     /// work-stealing runtime with the thread-safe `recycler::sync` pointers.
     #[arg(long, value_enum, default_value_t = Runtime::PerThread)]
     pub runtime: Runtime,
+    /// Time a client gets to send a request head: from its first byte, or
+    /// from the connection's start for the first request.
+    #[arg(long, default_value = "10s", value_parser = crate::parse_duration)]
+    pub header_timeout: Duration,
+    /// Time a connection may stay without traffic (between requests, or in
+    /// a request whose body or response does not move).
+    #[arg(long, default_value = "60s", value_parser = crate::parse_duration)]
+    pub idle_timeout: Duration,
+    /// Connections open at once; more are answered 503 and closed
+    /// [default: the RLIMIT_NOFILE soft limit, raised to the hard limit, minus 64].
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_connections: Option<u64>,
+    /// Do not call `malloc_trim` after a burst of connections (glibc then
+    /// keeps the memory the burst used, about 200 MiB per 10,000).
+    #[arg(long)]
+    pub no_malloc_trim: bool,
+    /// Nim 1.6.12 defects of `--mm orc-nim16-faithful`: all, none, or a list
+    /// of all-cyclic, shared-threshold, locked-alloc.
+    #[arg(long, default_value = "all", value_parser = crate::mode::Defects::parse)]
+    pub nim16_defects: crate::mode::Defects,
+}
+
+impl ServeArgs {
+    /// The connection guard for these arguments; raises `RLIMIT_NOFILE`.
+    fn guard(&self) -> anyhow::Result<Arc<Guard>> {
+        let nofile = crate::sys::raise_nofile_limit().context("cannot read RLIMIT_NOFILE")?;
+        if self.header_timeout.is_zero() || self.idle_timeout.is_zero() {
+            anyhow::bail!("--header-timeout and --idle-timeout must be longer than 0");
+        }
+        let limits = Limits {
+            header_timeout: self.header_timeout,
+            idle_timeout: self.idle_timeout,
+            max_connections: self
+                .max_connections
+                .map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
+            malloc_trim: !self.no_malloc_trim,
+        };
+        Ok(Arc::new(Guard::new(limits, nofile)))
+    }
 }
 
 /// What every worker shares.
@@ -60,45 +103,61 @@ struct Shared {
     mode: Mode,
     started: Instant,
     peers: Vec<mpsc::UnboundedSender<StatsQuery>>,
+    guard: Arc<Guard>,
 }
 
-/// Runs the server until Ctrl-C or SIGTERM.
+/// Runs the server until Ctrl-C, SIGTERM or SIGHUP.
 pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
+    crate::mode::select(args.mm, args.nim16_defects);
+    let guard = args.guard()?;
     match args.runtime {
-        Runtime::PerThread => run_per_thread(args),
-        Runtime::WorkStealing => crate::worksteal::run(args),
+        Runtime::PerThread => run_per_thread(args, guard),
+        Runtime::WorkStealing => crate::worksteal::run(args, guard),
     }
 }
 
-/// Ctrl-C and SIGTERM, as streams (needs a tokio runtime context).
-pub(crate) type Signals = (tokio::signal::unix::Signal, tokio::signal::unix::Signal);
+/// The signals that stop the server: SIGINT (Ctrl-C), SIGTERM, and SIGHUP
+/// (a closed terminal, or a supervisor's "reload", which this server has
+/// nothing to reload for), all with the same graceful shutdown.
+pub(crate) struct Signals([tokio::signal::unix::Signal; 3]);
 
-/// Installs the SIGINT and SIGTERM handlers.
-pub(crate) fn install_signals(runtime: &tokio::runtime::Runtime) -> anyhow::Result<Signals> {
-    runtime
-        .block_on(async {
-            use tokio::signal::unix::{signal, SignalKind};
-            anyhow::Ok((
-                signal(SignalKind::interrupt())?,
-                signal(SignalKind::terminate())?,
-            ))
-        })
-        .context("cannot install the signal handlers")
+impl Signals {
+    /// Installs the handlers (in `runtime`'s context).
+    pub(crate) fn install(runtime: &tokio::runtime::Runtime) -> anyhow::Result<Signals> {
+        runtime
+            .block_on(async {
+                use tokio::signal::unix::{signal, SignalKind};
+                anyhow::Ok(Signals([
+                    signal(SignalKind::interrupt())?,
+                    signal(SignalKind::terminate())?,
+                    signal(SignalKind::hangup())?,
+                ]))
+            })
+            .context("cannot install the signal handlers")
+    }
+
+    /// Waits for the first of the signals; returns its name.
+    pub(crate) async fn recv(&mut self) -> &'static str {
+        let [int, term, hup] = &mut self.0;
+        tokio::select! {
+            _ = int.recv() => "SIGINT",
+            _ = term.recv() => "SIGTERM",
+            _ = hup.recv() => "SIGHUP",
+        }
+    }
 }
 
 /// Prints the line `compare` and the tests wait for.
-pub(crate) fn print_listening(addr: std::net::SocketAddr, args: &ServeArgs) -> anyhow::Result<()> {
+pub(crate) fn print_listening(addr: std::net::SocketAddr, args: &ServeArgs) {
     let runtime = match args.runtime {
         Runtime::PerThread => String::new(),
         Runtime::WorkStealing => ", work-stealing runtime".to_owned(),
     };
-    println!(
+    // A closed stdout is no reason not to serve.
+    crate::log::stdout_line(format_args!(
         "listening on http://{addr} (mm {}, {} threads{runtime})",
         args.mm, args.threads
-    );
-    use std::io::Write as _;
-    std::io::stdout().flush()?;
-    Ok(())
+    ));
 }
 
 /// The hyper response for a reply whose body is final.
@@ -112,7 +171,7 @@ pub(crate) fn http_response(status: u16, body: String) -> hyper::Response<Full<B
     response
 }
 
-fn run_per_thread(args: &ServeArgs) -> anyhow::Result<()> {
+fn run_per_thread(args: &ServeArgs, guard: Arc<Guard>) -> anyhow::Result<()> {
     let threads = usize::from(args.threads);
     let listeners = crate::listen::bind(args.host, args.port, threads)?;
     let addr = listeners[0].local_addr()?;
@@ -129,6 +188,7 @@ fn run_per_thread(args: &ServeArgs) -> anyhow::Result<()> {
         mode: args.mm,
         started: Instant::now(),
         peers,
+        guard,
     });
 
     // Signal handlers first, so a SIGTERM right after the "listening" line
@@ -136,7 +196,7 @@ fn run_per_thread(args: &ServeArgs) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let (mut sigint, mut sigterm) = install_signals(&runtime)?;
+    let mut signals = Signals::install(&runtime)?;
 
     let (done_tx, mut done_rx) = mpsc::unbounded_channel::<(usize, anyhow::Result<()>)>();
     let mut workers = Vec::with_capacity(threads);
@@ -158,17 +218,18 @@ fn run_per_thread(args: &ServeArgs) -> anyhow::Result<()> {
     }
     drop(done_tx);
 
-    print_listening(addr, args)?;
+    print_listening(addr, args);
 
     // Run until a signal, or until a worker stops by itself (an error).
     let first_exit = runtime.block_on(async {
         tokio::select! {
-            _ = sigint.recv() => None,
-            _ = sigterm.recv() => None,
+            name = signals.recv() => {
+                crate::log!("{name}: shutting down");
+                None
+            }
             exit = done_rx.recv() => exit,
         }
     });
-    eprintln!("shutting down");
     let _ = shutdown_tx.send(true);
     let mut result = Ok(());
     if let Some((index, Err(e))) = first_exit {
@@ -201,12 +262,21 @@ fn run_worker(
         .build()?;
     let local = tokio::task::LocalSet::new();
     shared.mode.apply_policy();
+    let all_cyclic = shared.mode.defects(crate::mode::selected()).all_cyclic;
     match shared.mode {
+        Mode::ArcWeak => local.block_on(
+            &runtime,
+            serve::<WeakRcFamily>(index, listener, inbox, shared, shutdown),
+        ),
         Mode::Arc => local.block_on(
             &runtime,
             serve::<RcFamily>(index, listener, inbox, shared, shutdown),
         ),
-        Mode::OrcNim16 | Mode::Orc => local.block_on(
+        Mode::OrcNim16Faithful if all_cyclic => local.block_on(
+            &runtime,
+            serve::<GcAllCyclicFamily>(index, listener, inbox, shared, shutdown),
+        ),
+        Mode::OrcNim16 | Mode::OrcNim16Faithful | Mode::Orc => local.block_on(
             &runtime,
             serve::<GcFamily>(index, listener, inbox, shared, shutdown),
         ),
@@ -236,7 +306,7 @@ async fn serve<F: Family>(
     listener: std::net::TcpListener,
     mut inbox: mpsc::UnboundedReceiver<StatsQuery>,
     shared: Arc<Shared>,
-    mut shutdown: watch::Receiver<bool>,
+    shutdown: watch::Receiver<bool>,
 ) -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::from_std(listener)?;
     let worker = Rc::new(Worker::<F> {
@@ -253,45 +323,26 @@ async fn serve<F: Family>(
             }
         });
     }
-    let graceful = GracefulShutdown::new();
-    loop {
-        tokio::select! {
-            accepted = listener.accept() => {
-                let stream = match accepted {
-                    Ok((stream, _)) => stream,
-                    // Out of descriptors or a connection reset before accept:
-                    // keep serving the others.
-                    Err(e) => {
-                        eprintln!("worker {index}: accept failed: {e}");
-                        tokio::task::yield_now().await;
-                        continue;
-                    }
-                };
-                let _ = stream.set_nodelay(true);
-                let worker = worker.clone();
-                let service = service_fn(move |req| respond(worker.clone(), req));
-                let conn = hyper::server::conn::http1::Builder::new()
-                    .keep_alive(true)
-                    .serve_connection(TokioIo::new(stream), service);
-                let conn = graceful.watch(conn);
-                tokio::task::spawn_local(async move {
-                    // Errors here are the client's (reset, malformed request
-                    // already answered with 400): nothing to do but close.
-                    let _ = conn.await;
-                });
-            }
-            _ = shutdown.changed() => break,
-        }
-    }
-    drop(listener);
-    let _ = tokio::time::timeout(GRACE, graceful.shutdown()).await;
+    let guard = worker.shared.guard.clone();
+    conn::accept_loop(listener, &guard, shutdown, |stream, permit, graceful| {
+        let worker = worker.clone();
+        let handler = move |req| respond(worker.clone(), req);
+        tokio::task::spawn_local(conn::serve(
+            guard.clone(),
+            stream,
+            permit,
+            graceful,
+            handler,
+        ));
+    })
+    .await;
     Ok(())
 }
 
 async fn respond<F: Family>(
     worker: Rc<Worker<F>>,
-    req: hyper::Request<hyper::body::Incoming>,
-) -> Result<hyper::Response<Full<Bytes>>, Infallible> {
+    req: hyper::Request<()>,
+) -> hyper::Response<Full<Bytes>> {
     let reply = graph::handle(
         &worker.hubs,
         req.method().as_str(),
@@ -306,7 +357,7 @@ async fn respond<F: Family>(
     } else {
         reply.body
     };
-    Ok(http_response(reply.status, body))
+    http_response(reply.status, body)
 }
 
 async fn stats_body<F: Family>(worker: &Worker<F>) -> String {
@@ -323,6 +374,7 @@ async fn stats_body<F: Family>(worker: &Worker<F>) -> String {
         rss_bytes: crate::procfs::rss_bytes(None).unwrap_or(0),
         cpu_s: crate::sys::process_cpu_time().map_or(0.0, |d| d.as_secs_f64()),
         uptime_s: shared.started.elapsed().as_secs_f64(),
+        connections: shared.guard.stats(),
     };
     serde_json::to_string(&s).unwrap_or_else(|e| format!(r#"{{"error":"{e}"}}"#))
 }

@@ -1,7 +1,8 @@
 //! The `/stats` document: each worker thread's collector statistics
 //! (`recycler::stats()` is per thread, so every worker answers for itself
 //! over a channel) or, on the work-stealing runtime, the process-wide
-//! `recycler::sync::stats()`, plus the process's RSS and CPU time.
+//! `recycler::sync::stats()`, plus the process's RSS and CPU time and the
+//! connection counters of [`crate::conn::Guard`].
 
 use std::time::Duration;
 
@@ -128,6 +129,44 @@ pub struct ServerStats {
     pub cpu_s: f64,
     /// Time since the server started, seconds.
     pub uptime_s: f64,
+    /// Connection limits and what hostile clients ran into.
+    #[serde(default)]
+    pub connections: ConnStats,
+}
+
+/// The connection side of `/stats` (see [`crate::conn`]).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ConnStats {
+    /// `RLIMIT_NOFILE` soft limit after raising it to the hard limit.
+    pub nofile_soft: u64,
+    /// `RLIMIT_NOFILE` hard limit.
+    pub nofile_hard: u64,
+    /// The connection cap (`--max-connections`).
+    pub max_connections: u64,
+    /// Connections open now.
+    pub open: u64,
+    /// Connections refused (503 and close) because the cap was reached.
+    pub refused_over_cap: u64,
+    /// Failed `accept` calls (out of descriptors, aborted connections).
+    pub accept_errors: u64,
+    /// Connections closed because a request head took too long.
+    pub header_timeouts: u64,
+    /// Connections closed after `--idle-timeout` without traffic.
+    pub idle_timeouts: u64,
+    /// Responses sent with `Connection: close` because the request body
+    /// was too large or too slow to drain.
+    pub closed_after_body: u64,
+    /// `malloc_trim` calls after bursts of connections.
+    pub malloc_trims: u64,
+    /// Time spent in them, seconds.
+    pub malloc_trim_s: f64,
+    /// Log lines lost: stderr or stdout could not be written, or the log
+    /// queue was full (a stderr nobody reads).
+    pub log_write_errors: u64,
+    /// `--header-timeout`, seconds.
+    pub header_timeout_s: f64,
+    /// `--idle-timeout`, seconds.
+    pub idle_timeout_s: f64,
 }
 
 /// A question to one worker: "send me your statistics".

@@ -1,6 +1,7 @@
 //! The few operating-system calls the demo needs that std does not offer:
-//! process CPU time, a parent-death signal for `compare`'s children, and
-//! sending a signal to a child. Linux only, through `libc`.
+//! process CPU time, the file-descriptor limit, giving freed heap back to the
+//! kernel, a parent-death signal for `compare`'s children, and sending a
+//! signal to a child. Linux only, through `libc`.
 
 use std::io;
 use std::time::Duration;
@@ -21,6 +22,49 @@ pub fn process_cpu_time() -> io::Result<Duration> {
         Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64)
     };
     Ok(tv(usage.ru_utime) + tv(usage.ru_stime))
+}
+
+/// Raises this process's soft `RLIMIT_NOFILE` to its hard limit (capped by
+/// `/proc/sys/fs/nr_open` when the hard limit is unlimited, which the kernel
+/// would refuse as a soft limit) and returns `(soft, hard)` as they are after
+/// the attempt. A server needs one descriptor per connection; the usual soft
+/// default of 1024 is far below what the hard limit allows.
+pub fn raise_nofile_limit() -> io::Result<(u64, u64)> {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `getrlimit` writes one `rlimit` into the pointer, which points
+    // to a valid, writable `rlimit`.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let mut target = lim.rlim_max;
+    if target == libc::RLIM_INFINITY {
+        target = std::fs::read_to_string("/proc/sys/fs/nr_open")
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(lim.rlim_cur.max(1 << 20));
+    }
+    if target > lim.rlim_cur {
+        let raised = libc::rlimit {
+            rlim_cur: target,
+            rlim_max: lim.rlim_max,
+        };
+        // SAFETY: `setrlimit` only reads the `rlimit` we pass by reference.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
+            lim.rlim_cur = target;
+        }
+    }
+    Ok((lim.rlim_cur, lim.rlim_max))
+}
+
+/// Returns the free memory at the top of the heap and in every glibc arena
+/// to the kernel (`malloc_trim(0)`); true if some memory was released.
+pub fn malloc_trim() -> bool {
+    // SAFETY: `malloc_trim` has no preconditions; it takes the allocator's
+    // own locks, so it is safe to call while other threads allocate.
+    unsafe { libc::malloc_trim(0) != 0 }
 }
 
 /// Asks the kernel to send SIGTERM to the calling process when its parent

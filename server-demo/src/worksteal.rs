@@ -17,11 +17,14 @@
 //! collector's statistics are process-wide, so `/stats` reports them as the
 //! total, with no per-thread rows.
 //!
-//! Shutdown: on Ctrl-C or SIGTERM every accept task stops accepting, lets its
-//! connections finish the request they are on (bounded by
-//! [`GRACE`]) and returns; then the runtime is dropped.
+//! Connections are accepted and served by [`crate::conn`], the same code as
+//! on the per-thread runtime (cap, backoff, timeouts, body drain); only the
+//! spawn differs (`tokio::spawn`: any worker may poll the connection).
+//!
+//! Shutdown: on Ctrl-C, SIGTERM or SIGHUP every accept task stops accepting,
+//! lets its connections finish the request they are on (bounded by
+//! [`crate::server::GRACE`]) and returns; then the runtime is dropped.
 
-use std::convert::Infallible;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Instant;
@@ -29,25 +32,33 @@ use std::time::Instant;
 use anyhow::anyhow;
 use bytes::Bytes;
 use http_body_util::Full;
-use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
-use hyper_util::server::graceful::GracefulShutdown;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
-use crate::family::{Family, SyncGcFamily, SyncRcFamily};
+use crate::conn::{self, Guard};
+use crate::family::{Family, SyncGcAllCyclicFamily, SyncGcFamily, SyncRcFamily, SyncWeakRcFamily};
 use crate::graph;
 use crate::hubs::Hubs;
 use crate::mode::{Mode, Runtime};
-use crate::server::{self, ServeArgs, Signals, GRACE};
+use crate::server::{self, ServeArgs, Signals};
 use crate::stats::{ServerStats, ThreadStats};
 
-/// Runs the work-stealing server until Ctrl-C or SIGTERM.
-pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
+/// Runs the work-stealing server until Ctrl-C, SIGTERM or SIGHUP.
+pub fn run(args: &ServeArgs, guard: Arc<Guard>) -> anyhow::Result<()> {
     let threads = usize::from(args.threads);
     let listeners = crate::listen::bind(args.host, args.port, threads)?;
     let mode = args.mm;
     mode.apply_sync_policy();
+    // Where `recycler::sync`'s automatic collections run: on the worker
+    // that finds one due (the default) or on its collector thread.
+    match std::env::var("RECYCLER_SYNC_COLLECTOR").as_deref() {
+        Ok("thread") => recycler::sync::set_collector_mode(recycler::sync::CollectorMode::Thread),
+        Ok("mutators") | Err(std::env::VarError::NotPresent) => {}
+        Ok(other) => {
+            anyhow::bail!("RECYCLER_SYNC_COLLECTOR must be `mutators` or `thread`, not {other:?}")
+        }
+        Err(e) => anyhow::bail!("RECYCLER_SYNC_COLLECTOR: {e}"),
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(threads)
         .thread_name("worker")
@@ -56,11 +67,17 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
         .build()?;
     // Signal handlers first, so a SIGTERM right after the "listening" line
     // already means a clean shutdown.
-    let signals = server::install_signals(&runtime)?;
+    let signals = Signals::install(&runtime)?;
     match mode {
-        Mode::Arc => runtime.block_on(serve::<SyncRcFamily>(args, listeners, signals)),
-        Mode::OrcNim16 | Mode::Orc => {
-            runtime.block_on(serve::<SyncGcFamily>(args, listeners, signals))
+        Mode::ArcWeak => {
+            runtime.block_on(serve::<SyncWeakRcFamily>(args, guard, listeners, signals))
+        }
+        Mode::Arc => runtime.block_on(serve::<SyncRcFamily>(args, guard, listeners, signals)),
+        Mode::OrcNim16Faithful if mode.defects(args.nim16_defects).all_cyclic => runtime.block_on(
+            serve::<SyncGcAllCyclicFamily>(args, guard, listeners, signals),
+        ),
+        Mode::OrcNim16 | Mode::OrcNim16Faithful | Mode::Orc => {
+            runtime.block_on(serve::<SyncGcFamily>(args, guard, listeners, signals))
         }
     }
 }
@@ -71,12 +88,14 @@ struct Server<F: Family> {
     started: Instant,
     hubs: Hubs<F>,
     requests: AtomicU64,
+    guard: Arc<Guard>,
 }
 
 async fn serve<F: Family>(
     args: &ServeArgs,
+    guard: Arc<Guard>,
     listeners: Vec<std::net::TcpListener>,
-    (mut sigint, mut sigterm): Signals,
+    mut signals: Signals,
 ) -> anyhow::Result<()>
 where
     Hubs<F>: Send + Sync,
@@ -87,22 +106,24 @@ where
         started: Instant::now(),
         hubs: Hubs::new(),
         requests: AtomicU64::new(0),
+        guard,
     });
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
     let mut acceptors = JoinSet::new();
-    for (index, listener) in listeners.into_iter().enumerate() {
+    for listener in listeners {
         let listener = tokio::net::TcpListener::from_std(listener)?;
-        acceptors.spawn(accept(index, listener, server.clone(), shutdown_rx.clone()));
+        acceptors.spawn(accept(listener, server.clone(), shutdown_rx.clone()));
     }
-    server::print_listening(addr, args)?;
+    server::print_listening(addr, args);
 
     // Run until a signal, or until an accept task stops by itself.
     let first_exit = tokio::select! {
-        _ = sigint.recv() => None,
-        _ = sigterm.recv() => None,
+        name = signals.recv() => {
+            crate::log!("{name}: shutting down");
+            None
+        }
         exit = acceptors.join_next() => exit,
     };
-    eprintln!("shutting down");
     let _ = shutdown_tx.send(true);
     let mut result = Ok(());
     let mut note = |exit: Result<anyhow::Result<()>, tokio::task::JoinError>| {
@@ -126,49 +147,26 @@ where
 
 /// Accepts connections on one listener until shutdown.
 async fn accept<F: Family>(
-    index: usize,
     listener: tokio::net::TcpListener,
     server: Arc<Server<F>>,
-    mut shutdown: watch::Receiver<bool>,
+    shutdown: watch::Receiver<bool>,
 ) -> anyhow::Result<()>
 where
     Hubs<F>: Send + Sync,
 {
-    let graceful = GracefulShutdown::new();
-    loop {
-        tokio::select! {
-            accepted = listener.accept() => {
-                let stream = match accepted {
-                    Ok((stream, _)) => stream,
-                    // Out of descriptors or a connection reset before accept:
-                    // keep serving the others.
-                    Err(e) => {
-                        eprintln!("listener {index}: accept failed: {e}");
-                        tokio::task::yield_now().await;
-                        continue;
-                    }
-                };
-                let _ = stream.set_nodelay(true);
-                let server = server.clone();
-                let service = service_fn(move |req| {
-                    let response = respond(&server, &req);
-                    async move { Ok::<_, Infallible>(response) }
-                });
-                let conn = hyper::server::conn::http1::Builder::new()
-                    .keep_alive(true)
-                    .serve_connection(TokioIo::new(stream), service);
-                let conn = graceful.watch(conn);
-                tokio::spawn(async move {
-                    // Errors here are the client's (reset, malformed request
-                    // already answered with 400): nothing to do but close.
-                    let _ = conn.await;
-                });
-            }
-            _ = shutdown.changed() => break,
-        }
-    }
-    drop(listener);
-    let _ = tokio::time::timeout(GRACE, graceful.shutdown()).await;
+    let guard = server.guard.clone();
+    conn::accept_loop(listener, &guard, shutdown, |stream, permit, graceful| {
+        let server = server.clone();
+        let handler = move |req| std::future::ready(respond(&server, &req));
+        tokio::spawn(conn::serve(
+            guard.clone(),
+            stream,
+            permit,
+            graceful,
+            handler,
+        ));
+    })
+    .await;
     Ok(())
 }
 
@@ -210,6 +208,7 @@ fn stats_body<F: Family>(server: &Server<F>) -> String {
         rss_bytes: crate::procfs::rss_bytes(None).unwrap_or(0),
         cpu_s: crate::sys::process_cpu_time().map_or(0.0, |d| d.as_secs_f64()),
         uptime_s: server.started.elapsed().as_secs_f64(),
+        connections: server.guard.stats(),
     };
     serde_json::to_string(&s).unwrap_or_else(|e| format!(r#"{{"error":"{e}"}}"#))
 }

@@ -3,6 +3,7 @@
 
 pub mod binary_trees;
 pub mod churn;
+pub mod cycle_churn;
 pub mod hub;
 pub mod linked_list;
 pub mod micro;

@@ -9,12 +9,21 @@
 //! parts), the least fixed point is the value computed with `may(Expr) =
 //! false`; so each self-reference is replaced by `RecursionMarker`, a leaf.
 //!
-//! Only self-references with the type's own generic arguments in order
-//! (`List<T>` inside `List<T>`, or `Self`) are replaced. A field that
-//! mentions the type with other arguments (`Nested<Vec<T>>` inside
-//! `Nested<T>`, polymorphic recursion) or in a position the replacement
-//! could change the meaning of (a qualified path, a macro) makes that field
-//! count as `true`: conservative, and free of const cycles.
+//! Replacing a type that is *not* the one being derived would be wrong in the
+//! unsafe direction (a type that owns a `Gc` would count as a leaf, and every
+//! cycle through it would leak), and a derive sees tokens, not resolved
+//! names. So only the two spellings that cannot name anything else are
+//! replaced: `Self`, and the bare name with the type's own generic arguments
+//! in order (`List<T>` inside `List<T>`; an item's own name always shadows
+//! outer ones in its scope, unless a generic parameter has the same name).
+//! Everything else that may or may not be the type makes its field count as
+//! `true`: conservative, and free of const cycles. That covers the type with
+//! other arguments (`Nested<Vec<T>>` inside `Nested<T>`, polymorphic
+//! recursion), a path that ends in the name (`self::List<T>` names the
+//! enclosing *module's* `List` when the derive is on a type local to a
+//! function body; `super::x::List`, `crate::List`, `other::List` may or may
+//! not be this type), `Self::Assoc`, and the name inside a qualified path or
+//! a macro.
 
 use proc_macro2::{TokenStream, TokenTree};
 use syn::visit_mut::VisitMut;
@@ -59,8 +68,16 @@ impl Replacer<'_> {
         let Type::Path(tp) = ty else {
             return Reference::NotSelf;
         };
-        if tp.qself.is_some() || tp.path.leading_colon.is_some() {
+        if tp.qself.is_some() {
             return Reference::NotSelf;
+        }
+        if tp.path.leading_colon.is_some() {
+            // `::x::N` (another crate's, or this crate's root in 2015): in
+            // doubt if it ends in the name.
+            return match tp.path.segments.last() {
+                Some(last) if last.ident == *self.name => Reference::Other,
+                _ => Reference::NotSelf,
+            };
         }
         let segments: Vec<_> = tp.path.segments.iter().collect();
         let last = match segments.as_slice() {
@@ -71,8 +88,11 @@ impl Replacer<'_> {
                     Reference::Other
                 };
             }
+            [only] if self.is_param(&only.ident) => return Reference::NotSelf,
             [only] => only,
-            [first, only] if first.ident == "self" && first.arguments.is_none() => only,
+            // `Self::Assoc`, or a path ending in the name: in doubt.
+            [first, ..] if first.ident == "Self" => return Reference::Other,
+            [.., last] if last.ident == *self.name => return Reference::Other,
             _ => return Reference::NotSelf,
         };
         if last.ident != *self.name {
@@ -83,6 +103,16 @@ impl Replacer<'_> {
         } else {
             Reference::Other
         }
+    }
+
+    /// Whether `ident` names one of the type's generic parameters (which
+    /// shadows the type's own name).
+    fn is_param(&self, ident: &Ident) -> bool {
+        self.generics.params.iter().any(|p| match p {
+            GenericParam::Type(t) => t.ident == *ident,
+            GenericParam::Const(c) => c.ident == *ident,
+            GenericParam::Lifetime(_) => false,
+        })
     }
 
     /// Whether `args` are exactly the type's own parameters, in order.

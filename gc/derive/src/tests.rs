@@ -248,7 +248,7 @@ fn parameters_named_in_type_macros_are_bounded() {
 #[test]
 fn self_references_become_the_marker() {
     let item = impl_of(syn::parse_quote! {
-        enum Expr { Num(i64), Add(Box<Expr>, Box<self::Expr>), Neg(Box<Self>), Many(Vec<(Expr, String)>) }
+        enum Expr { Num(i64), Add(Box<Expr>, Box<Expr>), Neg(Box<Self>), Many(Vec<(Expr, String)>) }
     });
     let may = may_expr(&item);
     assert!(!may.contains("Expr"), "{may}");
@@ -293,12 +293,41 @@ fn other_self_references_are_conservative() {
         let item = impl_of(input);
         assert_eq!(may_expr(&item), "true");
     }
-    // A different type with the same last segment is not a self-reference.
-    let item = impl_of(syn::parse_quote! { struct N { a: other::N } });
+    // A type with another name is not a self-reference.
+    let item = impl_of(syn::parse_quote! { struct N { a: other::M } });
     assert_eq!(
         may_expr(&item),
-        "< other :: N as :: recycler :: Trace > :: MAY_CONTAIN_GC"
+        "< other :: M as :: recycler :: Trace > :: MAY_CONTAIN_GC"
     );
+}
+
+#[test]
+fn paths_ending_in_the_name_are_conservative() {
+    // Issue 12, item 6: in a function body, `self::N<T>` is the enclosing
+    // module's `N`, not the local one being derived; replacing it by the
+    // marker made a type that owns a `Gc` a leaf. Any path that ends in the
+    // name may or may not be the type, so its field counts as `true`.
+    for input in [
+        syn::parse_quote! { struct N<T> { inner: self::N<T> } },
+        syn::parse_quote! { struct N { inner: self::N } },
+        syn::parse_quote! { struct N<T> { a: u8, inner: Option<Box<crate::N<T>>> } },
+        syn::parse_quote! { struct N<T> { inner: super::m::N<T> } },
+        syn::parse_quote! { struct N { inner: other::N } },
+        syn::parse_quote! { struct N { inner: ::other::N } },
+        syn::parse_quote! { struct N { inner: Vec<Self::Item> } },
+        syn::parse_quote! { enum N { A(u8), B(Box<self::N>) } },
+    ] {
+        let item = impl_of(input);
+        assert_eq!(may_expr(&item), "true", "{}", text(&item));
+    }
+}
+
+#[test]
+fn a_parameter_named_like_the_type_is_the_parameter() {
+    let item = impl_of(syn::parse_quote! { struct N<N> { v: Vec<N> } });
+    let may = may_expr(&item);
+    assert!(!may.contains("RecursionMarker"), "{may}");
+    assert!(may.contains("< Vec < N > as"), "{may}");
 }
 
 #[test]

@@ -5,16 +5,24 @@
 //! 1. **Mark** (MarkRoots / MarkGray): starting from the roots, trace every
 //!    object reachable through collected pointers and record it as a node of a
 //!    side graph, with its outgoing edges. Each value is traced exactly once.
-//!    A node's *trial count* starts at its real strong count and loses one for
-//!    every edge that points to it from inside the graph. Real counts are never
-//!    touched: a panic half-way leaves the heap exactly as it was.
-//! 2. **Scan** (ScanRoots / ScanBlack): a node whose trial count stays above
-//!    zero is referenced from outside the graph (a stack handle, an untraced
-//!    object, an old object in a minor collection); so is a node whose trace
-//!    called [`Tracer::keep_alive`]. Those nodes and everything reachable from
-//!    them in the graph are live.
+//!    A node's *trial count* loses one for every edge that points to it from
+//!    inside the graph, as the edge is recorded. Real counts are never
+//!    touched (but for one *hold* on each root, see [`Graph::collect`]): a
+//!    panic half-way leaves the heap exactly as it was.
+//! 2. **Scan** (ScanRoots / ScanBlack): each node's real strong count is
+//!    added to its trial count, once marking is over (user code may change
+//!    counts while it traces; from here on none runs until the verdict is
+//!    carried out). A node whose trial count stays above zero is referenced
+//!    from outside the graph (a stack handle, an untraced object, an old
+//!    object in a minor collection); so is a node whose trace called
+//!    [`Tracer::keep_alive`]. Those nodes and everything reachable from them
+//!    in the graph are live. A count below zero, which only a `Trace` impl
+//!    that breaks its contract can cause, makes every node live.
 //! 3. **Collect** (CollectWhite): every other node is garbage: all of its
-//!    handles come from other garbage nodes.
+//!    handles come from other garbage nodes. The same pass that clears
+//!    `IN_GRAPH` prepares the garbage for freeing (flag `DEAD`, one hold
+//!    each; see `mod.rs`), so every header is visited three times in all:
+//!    when entered, when scanned, when judged.
 //!
 //! Work is O(nodes + edges), with an explicit work list instead of recursion.
 //! In a minor collection old objects are not entered: an edge to an old
@@ -35,7 +43,8 @@ use crate::trace::Tracer;
 /// A node of the side graph.
 struct Node {
     object: Object,
-    /// Strong count minus the edges from inside the graph.
+    /// Minus the edges from inside the graph while marking; from `scan` on,
+    /// plus the strong count (less the hold of a root).
     trial: isize,
     /// This node's edges are `edges[first_edge..end_edge]`.
     first_edge: u32,
@@ -44,6 +53,9 @@ struct Node {
     live: bool,
     /// Its trace could not inspect everything ([`Tracer::keep_alive`]).
     opaque: bool,
+    /// It was in a roots buffer before this collection entered it: if a
+    /// trace panics, it goes back there.
+    was_buffered: bool,
 }
 
 /// Reusable buffers for collections (kept between collections to avoid
@@ -51,11 +63,19 @@ struct Node {
 #[derive(Default)]
 pub(crate) struct Graph {
     nodes: Vec<Node>,
+    /// The first `roots` nodes are the roots, each held (one strong count)
+    /// by the collection.
+    roots: usize,
     edges: Vec<u32>,
     scratch: Vec<Object>,
     work: Vec<u32>,
-    /// The last collection's garbage, no longer flagged `IN_GRAPH`.
+    /// The last collection's garbage, no longer flagged `IN_GRAPH`, flagged
+    /// `DEAD` (and not `OLD`), each with one hold.
     pub(crate) garbage: Vec<Object>,
+    /// Live roots whose hold is the last strong reference (a trace dropped
+    /// the others): the hold is to be released by the caller, which frees
+    /// them by counting.
+    pub(crate) held: Vec<Object>,
     /// Objects to buffer again after the last collection: those it kept
     /// alive only because their trace was incomplete, so that a later
     /// collection looks once more, and, after a minor collection, the live
@@ -71,24 +91,38 @@ pub(crate) struct Verdict {
     pub(crate) traced: usize,
     /// Live young objects that this collection made old.
     pub(crate) promoted: usize,
+    /// Old objects among the garbage (no longer flagged `OLD`).
+    pub(crate) old_garbage: usize,
 }
 
-/// Restores every node's header if a trace panics: clears `IN_GRAPH` and
-/// hands the roots back so that they are buffered again.
+/// Restores every node's header if a trace panics: clears `IN_GRAPH`,
+/// releases the holds on the roots, and hands the roots (and the nodes taken
+/// out of a buffer on the way) back so that they are buffered again.
 struct Unmark<'a> {
     graph: &'a mut Graph,
-    roots: usize,
     rebuffer: &'a mut dyn FnMut(Object),
 }
 
 impl Drop for Unmark<'_> {
     fn drop(&mut self) {
+        let roots = self.graph.roots;
         for (i, node) in self.graph.nodes.drain(..).enumerate() {
-            // SAFETY: nodes are live objects (a handle to each exists while
-            // the collection runs, and nothing frees objects during marking).
+            // SAFETY: nodes are live: roots are held, every other node is
+            // owned by a node traced before it (a `Trace` impl does not give
+            // up pointers its value owns while a collection runs), and an
+            // object whose count reaches zero in the graph is kept.
             let h = unsafe { node.object.as_ref() };
             h.clear_flag(IN_GRAPH);
-            if i < self.roots {
+            if i < roots {
+                if h.strong() == 1 {
+                    // The hold is the last reference (a trace dropped the
+                    // others). Freeing the value would run its `Drop` while
+                    // unwinding, which aborts if it panics: leak it instead.
+                    continue;
+                }
+                h.set_strong(h.strong() - 1);
+            }
+            if node.was_buffered {
                 (self.rebuffer)(node.object);
             }
         }
@@ -102,41 +136,53 @@ impl Graph {
     /// Runs mark, scan and collect-white from `roots`.
     ///
     /// `roots` must be live, alive (not `DEAD`) objects just taken out of the
-    /// roots buffers; their `BUFFERED` flag is cleared here. If a trace
-    /// panics, every root is passed to `rebuffer` (to be buffered again),
-    /// every other flag restored, and the panic propagates.
+    /// roots buffers; their `BUFFERED` flag is cleared here and each gets a
+    /// *hold* (one strong count), so that no root is freed while user code
+    /// (a `trace`) runs. On success, a garbage root keeps its hold (every
+    /// garbage object gets one), a live root's hold is released, but where it
+    /// is the last strong reference: those roots are left in `held`. An
+    /// object that
+    /// a trace buffers before the graph enters it is taken out of its buffer
+    /// with `unbuffer` (its slot becomes its node index). If a trace panics,
+    /// the holds are released, every root and every node taken out of a
+    /// buffer is passed to `rebuffer` (to be buffered again), every other
+    /// flag restored, and the panic propagates.
     pub(crate) fn collect(
         &mut self,
         roots: &[Object],
         minor: bool,
         promote: bool,
         rebuffer: &mut dyn FnMut(Object),
+        unbuffer: &mut dyn FnMut(Object),
     ) -> Verdict {
         for &root in roots {
             // SAFETY: buffered objects are live.
-            unsafe { root.as_ref() }.clear_flag(BUFFERED);
-            self.add_node(root);
+            let h = unsafe { root.as_ref() };
+            h.clear_flag(BUFFERED);
+            h.inc_strong();
+            self.add_node(root, true);
         }
+        self.roots = roots.len();
         let unmark = Unmark {
             graph: self,
-            roots: roots.len(),
             rebuffer,
         };
-        unmark.graph.mark(minor);
-        let consistent = unmark.graph.trial_counts();
-        // From here on no user code runs until the verdict is out.
+        unmark.graph.mark(minor, unbuffer);
+        // From here on no user code runs until the verdict is carried out.
         core::mem::forget(unmark);
-        self.scan(consistent);
+        self.scan();
         self.collect_white(minor, promote)
     }
 
-    fn add_node(&mut self, object: Object) -> u32 {
+    /// Makes `object` a node. Its `BUFFERED` flag must be clear: the slot
+    /// becomes the node index.
+    fn add_node(&mut self, object: Object, was_buffered: bool) -> u32 {
         // Indices are u32 to halve the graph's memory; four billion objects
         // in one collection would exhaust memory long before.
         let index = u32::try_from(self.nodes.len()).expect("collection graph too large");
         // SAFETY: callers pass live objects reached through handles.
         let h = unsafe { object.as_ref() };
-        debug_assert!(!h.has(IN_GRAPH) && h.is_alive());
+        debug_assert!(!h.has(IN_GRAPH | BUFFERED) && h.is_alive());
         h.set_slot_and_flag(index as usize, IN_GRAPH);
         self.nodes.push(Node {
             object,
@@ -145,12 +191,19 @@ impl Graph {
             end_edge: 0,
             live: false,
             opaque: false,
+            was_buffered,
         });
         index
     }
 
     /// Step 1: traces every node once, discovering new nodes as it goes.
-    fn mark(&mut self, minor: bool) {
+    ///
+    /// User code runs here (`trace`, and whatever it drops). It may clone,
+    /// drop and buffer handles and call `collect()` (deferred); a node cannot
+    /// be freed meanwhile (roots are held, the others owned by traced values)
+    /// and cannot be buffered (`IN_GRAPH` stops it); a node's count that
+    /// reaches zero anyway (a broken `Trace`) keeps the object, leaked.
+    fn mark(&mut self, minor: bool, unbuffer: &mut dyn FnMut(Object)) {
         // Taken for the whole loop; if a trace panics only its capacity is lost.
         let mut scratch = core::mem::take(&mut self.scratch);
         let mut i = 0;
@@ -170,11 +223,17 @@ impl Graph {
                     continue;
                 }
                 let j = if flags & IN_GRAPH != 0 {
-                    t.slot() as u32
+                    t.slot()
+                } else if flags & BUFFERED != 0 {
+                    // A trace dropped a clone of it (before or after the
+                    // collection began): its slot is about to be reused.
+                    unbuffer(target);
+                    self.add_node(target, true) as usize
                 } else {
-                    self.add_node(target)
+                    self.add_node(target, false) as usize
                 };
-                self.edges.push(j);
+                self.nodes[j].trial -= 1;
+                self.edges.push(j as u32);
             }
             let end_edge = self.edges.len();
             let node = &mut self.nodes[i];
@@ -186,28 +245,27 @@ impl Graph {
         self.scratch = scratch;
     }
 
-    /// Computes trial counts. Returns `false` if some count went below zero,
-    /// which only a `Trace` impl that reports pointers it does not own can
-    /// cause; the collection then keeps everything.
-    fn trial_counts(&mut self) -> bool {
-        for node in &mut self.nodes {
-            // SAFETY: nodes are live.
-            node.trial = unsafe { node.object.as_ref() }.strong() as isize;
-        }
-        for &target in &self.edges {
-            self.nodes[target as usize].trial -= 1;
-        }
-        self.nodes.iter().all(|n| n.trial >= 0)
-    }
-
-    /// Step 2: marks live every node referenced from outside, and everything
-    /// such nodes reach.
-    fn scan(&mut self, consistent: bool) {
+    /// Step 2: completes the trial counts and marks live every node
+    /// referenced from outside, and everything such nodes reach.
+    fn scan(&mut self) {
+        let roots = self.roots;
+        let mut consistent = true;
         for (i, node) in self.nodes.iter_mut().enumerate() {
-            if node.trial > 0 || node.opaque || !consistent {
+            // SAFETY: nodes are live.
+            let strong = unsafe { node.object.as_ref() }.strong() as isize;
+            // A root's hold is not a reference from outside.
+            node.trial += strong - isize::from(i < roots);
+            consistent &= node.trial >= 0;
+            if node.trial > 0 || node.opaque {
                 node.live = true;
                 self.work.push(i as u32);
             }
+        }
+        if !consistent {
+            // Reported pointers the value does not own (or twice): give up.
+            self.work.clear();
+            self.nodes.iter_mut().for_each(|node| node.live = true);
+            return;
         }
         while let Some(i) = self.work.pop() {
             let node = &self.nodes[i as usize];
@@ -221,20 +279,35 @@ impl Graph {
         }
     }
 
-    /// Step 3: clears `IN_GRAPH` on every node, promotes the live ones if
-    /// asked, and returns the garbage.
+    /// Step 3: clears `IN_GRAPH` on every node; prepares the garbage for
+    /// freeing (flag `DEAD`, not `OLD`, one hold: a root's is already there);
+    /// promotes the live ones if asked; releases the holds on live roots.
     fn collect_white(&mut self, minor: bool, promote: bool) -> Verdict {
         let traced = self.nodes.len();
         self.garbage.clear();
         self.retry.clear();
+        self.held.clear();
         let mut promoted = 0;
-        for node in &self.nodes {
+        let mut old_garbage = 0;
+        for (i, node) in self.nodes.iter().enumerate() {
             // SAFETY: nodes are live.
             let h = unsafe { node.object.as_ref() };
             h.clear_flag(IN_GRAPH);
+            let root = i < self.roots;
             if !node.live {
+                // Garbage: its handles are dead from now on.
+                if h.has(OLD) {
+                    h.clear_flag(OLD);
+                    old_garbage += 1;
+                }
+                h.set_flag(DEAD);
+                if !root {
+                    h.inc_strong();
+                }
                 self.garbage.push(node.object);
-            } else if node.opaque && node.trial == 0 {
+                continue;
+            }
+            if node.opaque && node.trial == 0 {
                 self.retry.push(node.object);
             } else {
                 if promote && !h.has(OLD) {
@@ -245,9 +318,19 @@ impl Graph {
                     self.retry.push(node.object);
                 }
             }
+            if root {
+                match h.strong() {
+                    1 => self.held.push(node.object),
+                    n => h.set_strong(n - 1),
+                }
+            }
         }
         self.nodes.clear();
         self.edges.clear();
-        Verdict { traced, promoted }
+        Verdict {
+            traced,
+            promoted,
+            old_garbage,
+        }
     }
 }

@@ -30,29 +30,35 @@
 //!   collection's wasted work (tracing live objects) is paid for by as many new
 //!   roots, and the memory waiting for collection stays bounded.
 //! * Nim16: Nim 1.6.12's rule (see [`Policy::Nim16`]); every collection is
-//!   full, as Nim's was.
+//!   full, as Nim's was. The threshold is per thread, as Nim 2.0 made it;
+//!   [`set_nim16_shared_threshold`] reproduces Nim ≤ 1.6.12's one global
+//!   threshold, read and written by every thread without synchronisation.
 //! * Manual: only [`collect`].
 //!
 //! # Freeing garbage
-//! First every garbage object is flagged `DEAD` and given a *hold* (one extra
-//! strong count), so that no member is freed while the others' values are
-//! dropped; then the values are dropped (a panic in one does not stop the
-//! others, the first is re-raised afterwards); then the holds are released and
-//! the memory of every object without handles is freed. A handle that survives
-//! (a `Drop` stored a clone of a member somewhere) points to a dead object:
-//! dereferencing it panics, [`crate::Gc::try_deref`] returns `None`, and its
-//! memory is freed when that handle goes. A collection requested while one is
-//! running (from a `Drop`, say) runs right after it.
+//! The pass that judges the graph also flags every garbage object `DEAD` and
+//! gives it a *hold* (one extra strong count), so that no member is freed
+//! while its own value is still to be dropped. Then each value is dropped in
+//! turn and its hold released at once: a member's memory goes back to the
+//! allocator as soon as the members that point to it have been dropped (the
+//! last handle's `release` sees `DEAD`): frees follow the drops, one by one,
+//! instead of one batch after all of them. A panic in one `Drop` does not
+//! stop the others; the first is re-raised afterwards. A handle that
+//! survives (a `Drop` stored a clone of a member somewhere) points to a dead
+//! object: dereferencing it panics, [`crate::Gc::try_deref`] returns `None`,
+//! and its memory is freed when that handle goes. A collection requested
+//! while one is running (from a `Drop`, say) runs right after it.
 
 mod graph;
 
 use core::cell::{Cell, RefCell};
+use core::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::panic::{self, AssertUnwindSafe};
 use std::time::{Duration, Instant};
 
 use self::graph::Graph;
 use crate::drop_queue;
-use crate::header::{self, Header, Object, BUFFERED, DEAD, OLD};
+use crate::header::{self, Header, Object, BUFFERED, DEAD, IN_GRAPH, OLD};
 use crate::policy::Policy;
 use crate::stats::Stats;
 #[cfg(doc)]
@@ -122,6 +128,12 @@ impl AdaptiveConfig {
 const NIM_INITIAL_THRESHOLD: usize = 128;
 const NIM_MIN_THRESHOLD: usize = 16;
 
+/// Nim ≤ 1.6.12's `rootsThreshold`, a plain global shared by all threads
+/// (see [`set_nim16_shared_threshold`]). Relaxed loads and stores, and a
+/// load–compute–store update that loses concurrent updates, as Nim's
+/// unsynchronised global did, without a data race in Rust's sense.
+static NIM_SHARED_THRESHOLD: AtomicUsize = AtomicUsize::new(NIM_INITIAL_THRESHOLD);
+
 struct State {
     young: Vec<Object>,
     old: Vec<Object>,
@@ -133,6 +145,8 @@ struct State {
     young_threshold: usize,
     /// Roots that trigger the next collection (Nim16).
     nim_threshold: usize,
+    /// Nim16 uses [`NIM_SHARED_THRESHOLD`] instead of `nim_threshold`.
+    nim_shared: bool,
     promoted_since_full: u64,
     /// `promoted_since_full` or old roots above which a full collection
     /// is due (Adaptive).
@@ -158,6 +172,7 @@ impl Default for State {
             config,
             young_threshold: config.min_roots,
             nim_threshold: NIM_INITIAL_THRESHOLD,
+            nim_shared: false,
             promoted_since_full: 0,
             full_budget: config.min_roots as u64,
             graph: Graph::default(),
@@ -214,7 +229,7 @@ impl State {
         match self.policy {
             Policy::Manual => None,
             Policy::Nim16 => {
-                (self.young.len() + self.old.len() >= self.nim_threshold).then_some(Kind::Full)
+                (self.young.len() + self.old.len() >= self.nim_threshold()).then_some(Kind::Full)
             }
             Policy::Adaptive => {
                 if self.full_due() {
@@ -225,6 +240,15 @@ impl State {
                     None
                 }
             }
+        }
+    }
+
+    /// The Nim16 threshold in force: this thread's, or the shared one.
+    fn nim_threshold(&self) -> usize {
+        if self.nim_shared {
+            NIM_SHARED_THRESHOLD.load(Relaxed)
+        } else {
+            self.nim_threshold
         }
     }
 
@@ -280,14 +304,21 @@ impl State {
         self.max_pause = self.max_pause.max(pause);
         match self.policy {
             Policy::Nim16 => {
-                let threshold = self.nim_threshold;
-                self.nim_threshold = if freed * 2 >= traced {
+                let threshold = self.nim_threshold();
+                let next = if freed * 2 >= traced {
                     (threshold / 3 * 2).max(NIM_MIN_THRESHOLD)
                 } else if threshold < usize::MAX / 4 {
                     threshold * 3 / 2
                 } else {
                     threshold
                 };
+                if self.nim_shared {
+                    // Not a read-modify-write: another thread's update
+                    // between the load above and this store is lost.
+                    NIM_SHARED_THRESHOLD.store(next, Relaxed);
+                } else {
+                    self.nim_threshold = next;
+                }
             }
             Policy::Adaptive | Policy::Manual => {
                 self.young_threshold = promoted.max(self.config.min_roots);
@@ -332,14 +363,13 @@ pub(crate) fn buffer(object: Object) {
 pub(crate) unsafe fn release(object: Object) {
     // SAFETY: the implicit weak reference keeps the header live.
     let h = unsafe { object.as_ref() };
-    if h.flags() & (BUFFERED | OLD | DEAD) != 0 {
+    if h.flags() & (BUFFERED | OLD | DEAD | IN_GRAPH) != 0 {
         // SAFETY: forwarded.
         return unsafe { release_flagged(object) };
     }
     on_free_by_rc();
     // SAFETY: strong is zero, the value alive (not DEAD), the object in no
-    // buffer (not BUFFERED) and in no graph (a graph only exists while
-    // objects in it have handles).
+    // buffer (not BUFFERED) and in no graph (not IN_GRAPH).
     unsafe { drop_queue::free_object(object) }
 }
 
@@ -359,6 +389,12 @@ pub(crate) fn on_free_by_rc() {
 unsafe fn release_flagged(object: Object) {
     // SAFETY: the implicit weak reference keeps the header live.
     let h = unsafe { object.as_ref() };
+    if h.has(IN_GRAPH) {
+        // Only a `Trace` impl that gives up a pointer its value owns during
+        // a collection gets here: the graph still refers to the object, so
+        // keep it (leak) rather than free it under the graph's feet.
+        return;
+    }
     if h.has(BUFFERED) {
         let removed = STATE.try_with(|state| match state.try_borrow_mut() {
             Ok(mut state) => {
@@ -447,13 +483,15 @@ fn run(kind: Kind) {
     let Ok((mut roots, mut graph, promote)) = taken else {
         return;
     };
-    let verdict = graph.collect(&roots, kind == Kind::Minor, promote, &mut |root| {
-        STATE.with(|state| state.borrow_mut().push(root))
-    });
-    roots.clear();
+    let verdict = graph.collect(
+        &roots,
+        kind == Kind::Minor,
+        promote,
+        &mut |root| STATE.with(|state| state.borrow_mut().push(root)),
+        &mut |object| STATE.with(|state| state.borrow_mut().remove(object)),
+    );
     STATE.with(|state| {
         let mut state = state.borrow_mut();
-        state.spare = roots;
         for &object in &graph.retry {
             // SAFETY: live objects of the graph (no user code has run since
             // the verdict, so none was freed).
@@ -465,14 +503,17 @@ fn run(kind: Kind) {
     let freed = graph.garbage.len();
     COUNTERS.with(|c| {
         c.old_objects
-            .set(c.old_objects.get() + verdict.promoted as u64);
+            .set(c.old_objects.get() + verdict.promoted as u64 - verdict.old_garbage as u64);
         c.live.set(c.live.get() - freed as u64);
     });
-    let outcome = panic::catch_unwind(AssertUnwindSafe(|| kill(&graph.garbage)));
+    let outcome = panic::catch_unwind(AssertUnwindSafe(|| kill(&graph.garbage, &graph.held)));
     graph.garbage.clear();
+    graph.held.clear();
+    roots.clear();
     let pause = start.elapsed();
     STATE.with(|state| {
         let mut state = state.borrow_mut();
+        state.spare = roots;
         state.graph = graph;
         state.account(kind, verdict.traced, freed, verdict.promoted, pause);
     });
@@ -490,20 +531,20 @@ fn run(kind: Kind) {
     }
 }
 
-/// Frees a set of garbage objects (see the module docs for the order).
-fn kill(garbage: &[Object]) {
-    for &object in garbage {
-        // SAFETY: garbage objects are live: each has handles, from other
-        // members.
-        let h = unsafe { object.as_ref() };
-        h.set_flag(DEAD);
-        if h.has(OLD) {
-            h.clear_flag(OLD);
-            COUNTERS.with(|c| c.old_objects.set(c.old_objects.get() - 1));
-        }
-        h.inc_strong();
-    }
+/// Frees the garbage of a collection (prepared by the graph: `DEAD`, one
+/// hold each) in drop order, and frees by counting the live roots in `held`
+/// whose hold was their last reference.
+fn kill(garbage: &[Object], held: &[Object]) {
     drop_queue::batch(|| {
+        for &root in held {
+            // SAFETY: the hold keeps the root live until here, and it was the
+            // last strong reference: freed by counting (inside the batch this
+            // only queues it).
+            unsafe {
+                root.as_ref().set_strong(0);
+                release(root);
+            }
+        }
         let mut first_panic = None;
         // One `catch_unwind` for the whole run, resumed after a panic at the
         // next object.
@@ -513,30 +554,46 @@ fn kill(garbage: &[Object]) {
                 while let Some(&object) = garbage.get(next) {
                     next += 1;
                     // SAFETY: the value is alive (objects become DEAD only
-                    // here, and the verdict contains no DEAD object); nothing
-                    // references it but other members and handles that see
-                    // DEAD from now on. The hold keeps the memory.
+                    // when judged, and the verdict contains no DEAD object);
+                    // nothing references it but other members and handles
+                    // that see DEAD. Its hold keeps the memory; the holds of
+                    // the members not dropped yet keep theirs.
                     unsafe { header::drop_value_erased(object) }
+                    // SAFETY: the hold is ours; the value is gone.
+                    unsafe { release_hold(object) }
                 }
             }));
             if let Err(payload) = dropped {
+                // The panicking value is dropped (unwinding finished its
+                // fields); its hold was not released yet.
+                // SAFETY: as above.
+                unsafe { release_hold(garbage[next - 1]) };
                 first_panic.get_or_insert(payload);
-            }
-        }
-        for &object in garbage {
-            // SAFETY: the hold keeps the object live until here.
-            let h = unsafe { object.as_ref() };
-            let strong = h.strong() - 1;
-            h.set_strong(strong);
-            if strong == 0 {
-                // SAFETY: no handle remains and the value is dropped.
-                unsafe { header::release_weak_object(object) };
             }
         }
         if let Some(payload) = first_panic {
             panic::resume_unwind(payload);
         }
     });
+}
+
+/// Releases the hold on a garbage object whose value is dropped, and frees
+/// its memory if no handle remains. Otherwise the last handle frees it (its
+/// `release` sees `DEAD`): a member is freed as soon as the members that
+/// point to it are dropped, while the allocator's caches are warm.
+///
+/// # Safety
+/// The caller owns the hold; the value is dropped.
+#[inline]
+unsafe fn release_hold(object: Object) {
+    // SAFETY: the hold keeps the object live until here.
+    let h = unsafe { object.as_ref() };
+    let strong = h.strong() - 1;
+    h.set_strong(strong);
+    if strong == 0 {
+        // SAFETY: no handle remains and the value is dropped.
+        unsafe { header::release_weak_object(object) };
+    }
 }
 
 /// Runs a full collection of this thread's cycles now.
@@ -607,6 +664,44 @@ pub fn set_policy(policy: Policy) {
         state.policy = policy;
         state.reset_triggers();
     });
+}
+
+/// Makes this thread's [`Policy::Nim16`] trigger read and update one
+/// threshold shared by every thread that does the same, instead of its own.
+///
+/// This reproduces a defect of Nim ≤ 1.6.12 (fixed by Nim PR 21818), for
+/// experiments such as `server-demo`'s `orc-nim16-faithful` mode: the
+/// threshold was a plain global, so one thread's collections moved every
+/// other thread's trigger, and concurrent updates were lost. The shared
+/// value starts at 128 and is never reset. Other policies ignore it.
+///
+/// ```
+/// use recycler::Policy;
+///
+/// recycler::set_policy(Policy::Nim16);
+/// recycler::set_nim16_shared_threshold(true);
+/// let shared = recycler::nim16_threshold();
+/// std::thread::spawn(move || {
+///     recycler::set_policy(Policy::Nim16);
+///     recycler::set_nim16_shared_threshold(true);
+///     assert_eq!(recycler::nim16_threshold(), shared);
+/// })
+/// .join()
+/// .unwrap();
+/// recycler::set_nim16_shared_threshold(false);
+/// assert_eq!(recycler::nim16_threshold(), 128);
+/// ```
+pub fn set_nim16_shared_threshold(shared: bool) {
+    let _ = STATE.try_with(|state| state.borrow_mut().nim_shared = shared);
+}
+
+/// The [`Policy::Nim16`] threshold in force on this thread: the number of
+/// buffered roots that triggers its next collection (its own, or the shared
+/// one after [`set_nim16_shared_threshold`]).
+pub fn nim16_threshold() -> usize {
+    STATE
+        .try_with(|state| state.borrow().nim_threshold())
+        .unwrap_or(NIM_INITIAL_THRESHOLD)
 }
 
 /// This thread's collection policy.

@@ -4,18 +4,27 @@
 //! See the [module documentation](super) for the soundness argument. In
 //! order, one collection:
 //!
-//! 1. **Drain** every thread's buffer. Each armed entry of a live object
-//!    becomes a *hold* (a strong reference owned by the collector) whose
-//!    resulting header word is the object's snapshot `W`.
+//! 1. **Drain** every thread's buffer (and, in a full collection, the old
+//!    roots). Each armed entry of a live object becomes a *hold* (a strong
+//!    reference owned by the collector) whose resulting header word is the
+//!    object's snapshot `W`. A minor collection does not drain the entries
+//!    of old objects: it moves them to the old roots, untouched.
 //! 2. **Trace** breadth-first from the roots. Each object is traced with its
 //!    cells locked (guards kept in a sink) and a hold is taken on every
 //!    newly seen target *before* the guards are released, so the collector
 //!    owns a strong reference to everything it has seen and never reads a
 //!    value whose last handle is being dropped or that someone has `&mut` to.
+//!    A minor collection does not enter old objects: an edge to one is not
+//!    an edge of the graph, and the old object's handle stays an external
+//!    reference in its target's count.
 //! 3. **Trial deletion** on private counts (`count(W) - 1` minus internal
 //!    edges); everything reachable from a node with a positive trial count,
 //!    a cell that could not be locked, or an inconsistent (negative) count is
-//!    live. The rest is the candidate garbage.
+//!    live. The rest is the candidate garbage. The live nodes are promoted
+//!    (unless a Nim16 trigger asked for this collection); after a minor
+//!    collection, each live node with a positive trial count is buffered
+//!    again as an old root, because the reference that kept it may come from
+//!    an old member of its own garbage cycle (the cross-generation rule).
 //! 4. **Validate each weakly connected component** of the candidate garbage:
 //!    lock all of its cells at once and re-trace it; with every lock held,
 //!    check that each member's snapshot count is exactly its internal
@@ -25,19 +34,49 @@
 //! 5. **Free** the doomed members: mark them dead, drop every value (a panic
 //!    is kept and re-raised at the end), mark them `GONE`, release the holds.
 //! 6. Release the holds on everything else.
+//!
+//! A `Trace` impl that panics (steps 2 and 4) is treated as a cell that could
+//! not be locked: its object is kept and buffered again; the panic is
+//! re-raised at the end. The whole collection is a drop batch
+//! (`drops::batch`): a value whose count reaches zero during it (released
+//! by a field of a garbage value, or by our hold) is dropped after the
+//! collector lock is released, so no other user code runs inside the
+//! collection and a panicking `Drop` cannot unwind through it.
 
 use core::ptr::NonNull;
 use core::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 
+use super::drops::{self, Panic};
 use super::header::{count, Drained, Header, CLAIMED, DOOMED, GONE};
 use super::prim::MutexGuard;
 use super::state::{global, push_root_quietly, Entry, Global};
 use crate::guards::GuardSink;
 use crate::trace::{Family, Tracer};
+use crate::Policy;
 
 /// No node / not a member of any component.
 const NONE: u32 = u32::MAX;
+
+/// Which collection to run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// From the young roots only, never entering old objects; the live
+    /// objects are promoted.
+    Minor,
+    /// From every root, entering everything; the live objects are promoted
+    /// if `promote` (not for Nim16, which has no generations).
+    Full { promote: bool },
+}
+
+impl Kind {
+    /// The full collection the calling thread's policy runs on `collect`.
+    pub(crate) fn full_for_this_thread() -> Kind {
+        Kind::Full {
+            promote: super::state::policy() != Policy::Nim16,
+        }
+    }
+}
 
 /// One object the collector holds.
 struct Node {
@@ -82,6 +121,12 @@ pub(crate) struct Work {
     members: Vec<u32>,
     bounds: Vec<u32>,
     doomed: Vec<u32>,
+    /// Entries bound for `Global::old_roots` (moved there in one step).
+    old_roots: Vec<Entry>,
+    /// The first panic of a `Trace` impl in this collection (caught: the
+    /// object is kept, as if a cell could not be locked; re-raised at the
+    /// end).
+    panic: Panic,
 }
 
 // SAFETY: between collections every vector is empty (a collection that
@@ -155,6 +200,7 @@ impl Work {
         self.members.clear();
         self.bounds.clear();
         self.doomed.clear();
+        debug_assert!(self.old_roots.is_empty());
         // Keep the capacity for the next collection, but not for ever after
         // one huge collection.
         const KEEP: usize = 1 << 16;
@@ -165,10 +211,22 @@ impl Work {
 }
 
 impl Drop for Work {
-    /// Releases whatever holds remain (when a `Trace` impl panicked).
+    /// Only finds nodes if a collection unwinds (`Trace` and `Drop` panics
+    /// are caught, so only on a bug or an allocation failure): buffers every
+    /// object that is not doomed again, so that no root drained by this
+    /// collection is forgotten, and releases the holds (inside the
+    /// collection's drop batch: no user code runs here).
     fn drop(&mut self) {
+        if !self.old_roots.is_empty() {
+            flush_old_roots(global(), &mut self.old_roots);
+        }
         self.guards.clear();
         for i in 0..self.nodes.len() {
+            let node = &self.nodes[i];
+            // SAFETY: held until `release` below.
+            if !node.released && unsafe { node.header.as_ref() }.word.load(Acquire) & DOOMED == 0 {
+                rebuffer(node.header);
+            }
             self.release(i);
         }
     }
@@ -177,6 +235,12 @@ impl Drop for Work {
 /// Traces the value of `header` into `edges`, keeping cell guards in
 /// `guards`. Returns whether a cell could not be inspected.
 ///
+/// A panicking `Trace` impl counts as a cell that could not be inspected
+/// (the edges it reported before panicking are kept: reporting fewer edges is
+/// safe); its panic goes to `panic` (the first one is re-raised when the
+/// collection ends). So a panic never unwinds through the collector, which
+/// keeps every root it drained and collects the rest of the graph.
+///
 /// # Safety
 /// The collector holds `header` (so its value is alive and not `&mut`
 /// borrowed), and keeps holding it until `guards` is emptied.
@@ -184,18 +248,39 @@ unsafe fn trace_into(
     header: NonNull<Header>,
     edges: &mut Vec<NonNull<()>>,
     guards: &mut GuardSink,
+    panic: &mut Panic,
 ) -> bool {
     let mut tracer = Tracer::with_guards(Family::Sync, edges, guards);
     // SAFETY: forwarded contract.
-    unsafe { (header.as_ref().vtable.trace)(header, &mut tracer) };
-    tracer.kept_alive()
+    let traced = catch_unwind(AssertUnwindSafe(|| unsafe {
+        (header.as_ref().vtable.trace)(header, &mut tracer)
+    }));
+    match traced {
+        Ok(()) => tracer.kept_alive(),
+        Err(payload) => {
+            panic.get_or_insert(payload);
+            true
+        }
+    }
+}
+
+/// Moves `entries` to the old roots.
+fn flush_old_roots(global: &Global, entries: &mut Vec<Entry>) {
+    if entries.is_empty() {
+        return;
+    }
+    let mut old_roots = global.old_roots.lock();
+    old_roots.append(entries);
+    global
+        .old_roots_waiting
+        .store(old_roots.len() as u64, Relaxed);
 }
 
 /// Runs one collection if no other is running. Returns `(freed, traced)`.
-pub(crate) fn try_collect() -> Option<(usize, usize)> {
+pub(crate) fn try_collect(kind: Kind) -> Option<(usize, usize)> {
     let global = global();
     let lock = global.try_collector()?;
-    Some(run(global, lock))
+    Some(run(global, lock, kind))
 }
 
 /// Pacing for a thread whose garbage outruns a running collection: waits
@@ -204,7 +289,7 @@ pub(crate) fn try_collect() -> Option<(usize, usize)> {
 /// never deadlocks it), then collects the roots buffered meanwhile. Never
 /// waits when called from inside a collection (a destructor), nor under
 /// loom.
-pub(crate) fn collect_paced(patience: std::time::Duration) -> Option<(usize, usize)> {
+pub(crate) fn collect_paced(kind: Kind, patience: std::time::Duration) -> Option<(usize, usize)> {
     let global = global();
     #[cfg(not(loom))]
     let lock = if COLLECTING.with(core::cell::Cell::get) {
@@ -217,7 +302,38 @@ pub(crate) fn collect_paced(patience: std::time::Duration) -> Option<(usize, usi
         let _ = patience;
         global.try_collector()
     };
-    Some(run(global, lock?))
+    Some(run(global, lock?, kind))
+}
+
+/// An explicit collection ([`collect`](super::collect)): waits for a
+/// running collection to end, then runs one. Returns `None` at once when
+/// called from inside a collection (a destructor), and, under loom, when
+/// another thread is collecting (models need no blocking).
+pub(crate) fn collect_waiting(kind: Kind) -> Option<(usize, usize)> {
+    let global = global();
+    #[cfg(not(loom))]
+    let lock = if COLLECTING.with(core::cell::Cell::get) {
+        None
+    } else {
+        Some(global.collector_lock())
+    };
+    #[cfg(loom)]
+    let lock = global.try_collector();
+    Some(run(global, lock?, kind))
+}
+
+/// The collector thread's collection: waits for a running one, then runs
+/// the kind the Adaptive rule asks for now.
+#[cfg(not(loom))]
+pub(crate) fn collect_requested() {
+    let global = global();
+    let kind = if global.full_due() {
+        Kind::Full { promote: true }
+    } else {
+        Kind::Minor
+    };
+    let lock = global.collector_lock();
+    run(global, lock, kind);
 }
 
 #[cfg(not(loom))]
@@ -227,8 +343,24 @@ std::thread_local! {
     static COLLECTING: core::cell::Cell<bool> = const { core::cell::Cell::new(false) };
 }
 
-/// One collection under `lock`.
-fn run(global: &Global, mut lock: MutexGuard<'_, Work>) -> (usize, usize) {
+/// One collection under `lock`, as a drop batch: the values whose count
+/// reaches zero during it (a hold released last, a field of a garbage value)
+/// are dropped after the lock is released, each under `catch_unwind`. Then
+/// the first panic (of a `Trace`, then of a `Drop`) is re-raised.
+fn run(global: &Global, lock: MutexGuard<'_, Work>, kind: Kind) -> (usize, usize) {
+    let ((freed, traced, panic), dropped) = drops::batch(|| run_locked(global, lock, kind));
+    if let Some(payload) = panic.or(dropped) {
+        resume_unwind(payload);
+    }
+    (freed, traced)
+}
+
+/// [`run`]'s collection proper.
+fn run_locked(
+    global: &Global,
+    mut lock: MutexGuard<'_, Work>,
+    kind: Kind,
+) -> (usize, usize, Panic) {
     /// Clears the in-collection flag, also when unwinding.
     struct Collecting;
     impl Drop for Collecting {
@@ -243,28 +375,34 @@ fn run(global: &Global, mut lock: MutexGuard<'_, Work>) -> (usize, usize) {
     // Taken out so that a panic (a `Trace` impl or a destructor) drops it
     // with its holds released, and the lock keeps only empty buffers.
     let mut work = core::mem::take(&mut *lock);
-    let result = collect_locked(global, &mut work);
+    let result = collect_locked(global, &mut work, kind);
     work.finish();
     *lock = work;
     drop(lock);
     drop(collecting);
-    let (freed, traced, panic) = result;
-    if let Some(payload) = panic {
-        resume_unwind(payload);
-    }
-    (freed, traced)
+    result
 }
 
-type Panic = Option<Box<dyn core::any::Any + Send>>;
-
 /// One collection; the caller holds the collector lock.
-fn collect_locked(global: &Global, w: &mut Work) -> (usize, usize, Panic) {
+fn collect_locked(global: &Global, w: &mut Work, kind: Kind) -> (usize, usize, Panic) {
     let start = std::time::Instant::now();
+    let minor = kind == Kind::Minor;
+    let promote = kind != Kind::Full { promote: false };
 
-    // 1. Drain.
+    // 1. Drain (a minor collection leaves the old objects' entries alone).
     global.drain_all(&mut w.entries);
+    if !minor {
+        w.entries.append(&mut global.old_roots.lock());
+        global.old_roots_waiting.store(0, Relaxed);
+    }
     let mut entries = core::mem::take(&mut w.entries);
     for Entry(header) in entries.drain(..) {
+        // SAFETY: the entry's `BUFFERED` bit keeps the header alive, and we
+        // hold the collector lock.
+        if minor && unsafe { header.as_ref().generation.is_old() } {
+            w.old_roots.push(Entry(header));
+            continue;
+        }
         // SAFETY: we own the entry.
         if let Drained::Held(word) = unsafe { Header::drain(header) } {
             if w.add(header, word).is_none() {
@@ -280,6 +418,7 @@ fn collect_locked(global: &Global, w: &mut Work) -> (usize, usize, Panic) {
         }
     }
     w.entries = entries;
+    flush_old_roots(global, &mut w.old_roots);
 
     // 2. Trace, holding every target before the source's cells unlock.
     let mut i = 0;
@@ -287,7 +426,7 @@ fn collect_locked(global: &Global, w: &mut Work) -> (usize, usize, Panic) {
         let header = w.nodes[i].header;
         w.targets.clear();
         // SAFETY: we hold `header` until `finish`, after `guards` is emptied.
-        let kept = unsafe { trace_into(header, &mut w.targets, &mut w.guards) };
+        let kept = unsafe { trace_into(header, &mut w.targets, &mut w.guards, &mut w.panic) };
         let first = w.edges.len() as u32;
         for k in 0..w.targets.len() {
             let target = w.targets[k].cast::<Header>();
@@ -295,6 +434,10 @@ fn collect_locked(global: &Global, w: &mut Work) -> (usize, usize, Panic) {
             // (locked cell or held object), so the header is alive.
             let j = match unsafe { w.lookup(target) } {
                 Some(j) => j,
+                // A minor collection does not enter old objects: the edge's
+                // handle stays an external reference of its target.
+                // SAFETY: as above, and we hold the collector lock.
+                None if minor && unsafe { target.as_ref().generation.is_old() } => continue,
                 // SAFETY: as above.
                 None => match unsafe { target.as_ref() }.hold() {
                     Some(word) => match w.add(target, word) {
@@ -349,6 +492,11 @@ fn collect_locked(global: &Global, w: &mut Work) -> (usize, usize, Panic) {
             }
         }
     }
+    let promoted = if promote {
+        promote_live(global, w, minor)
+    } else {
+        0
+    };
 
     // 4. Components of the candidate garbage (union-find), grouped without
     //    hashing, then validated one by one.
@@ -430,7 +578,10 @@ fn collect_locked(global: &Global, w: &mut Work) -> (usize, usize, Panic) {
         // (module docs), so nobody reads the flag concurrently.
         unsafe { w.nodes[m as usize].header.as_ref().dead.set() };
     }
-    let mut panic = None;
+    // A `Trace` panic came first. Fields of a garbage value whose count
+    // reaches zero are only queued (we run in a drop batch), so a value whose
+    // `Drop` panics unwinds through no other user code.
+    let mut panic = w.panic.take();
     for &m in &w.doomed {
         let header = w.nodes[m as usize].header;
         // SAFETY: doomed and held: the value is alive and ours alone.
@@ -445,6 +596,15 @@ fn collect_locked(global: &Global, w: &mut Work) -> (usize, usize, Panic) {
     }
     let freed = w.doomed.len();
     global.freed_by_collector.fetch_add(freed as u64, Relaxed);
+    if !minor {
+        let old_freed = w.doomed.iter().filter(|&&m| {
+            // SAFETY: held; collector lock held.
+            unsafe { w.nodes[m as usize].header.as_ref().generation.is_old() }
+        });
+        global
+            .old_freed_by_collector
+            .fetch_add(old_freed.count() as u64, Relaxed);
+    }
     for k in 0..w.doomed.len() {
         let m = w.doomed[k] as usize;
         w.release(m);
@@ -457,14 +617,61 @@ fn collect_locked(global: &Global, w: &mut Work) -> (usize, usize, Panic) {
     }
 
     let pause = start.elapsed().as_nanos() as u64;
-    global.collections.fetch_add(1, Relaxed);
     global.nodes_traced.fetch_add(traced as u64, Relaxed);
-    global
-        .last_live_traced
-        .store((traced - freed) as u64, Relaxed);
+    global.promoted.fetch_add(promoted as u64, Relaxed);
+    if minor {
+        global.minor_collections.fetch_add(1, Relaxed);
+        global
+            .promoted_since_full
+            .fetch_add(promoted as u64, Relaxed);
+    } else {
+        global.promoted_since_full.store(0, Relaxed);
+        global.old_at_full.store(global.old_objects(), Relaxed);
+    }
+    // The live objects traced for the first time are the wasted work the
+    // next collection must pay for (the old ones are amortised by the full
+    // trigger); without generations, every live object traced.
+    let wasted = if promote { promoted } else { traced - freed };
+    global.last_live_traced.store(wasted as u64, Relaxed);
+    // Last: the per-thread triggers restart when they see a new epoch.
+    global.collections.fetch_add(1, Relaxed);
     global.total_pause_ns.fetch_add(pause, Relaxed);
     global.max_pause_ns.fetch_max(pause, Relaxed);
     (freed, traced, panic)
+}
+
+/// Promotes the live nodes (except those a cell kept opaque or whose count
+/// was inconsistent: they were buffered again as young roots) and, after a
+/// minor collection, buffers again as old roots those with a positive trial
+/// count. Returns how many were promoted.
+///
+/// The cross-generation rule: a minor collection sees a reference from an
+/// old object as external, so a positive trial count does not prove the
+/// node live: the old object may belong to the node's own garbage cycle. The
+/// next full collection judges it (without the rule, a garbage cycle through
+/// both generations whose only buffered member was young would leave every
+/// buffer and leak for ever).
+fn promote_live(global: &Global, w: &mut Work, minor: bool) -> usize {
+    let mut promoted = 0;
+    for i in 0..w.nodes.len() {
+        let node = &w.nodes[i];
+        if !w.live[i] || node.kept || w.trial[i] < 0 {
+            continue;
+        }
+        // SAFETY: held; collector lock held.
+        let header = unsafe { node.header.as_ref() };
+        // SAFETY: as above.
+        if !unsafe { header.generation.is_old() } {
+            // SAFETY: as above.
+            unsafe { header.generation.promote() };
+            promoted += 1;
+        }
+        if minor && w.trial[i] > 0 && header.rebuffer() {
+            w.old_roots.push(Entry(node.header));
+        }
+    }
+    flush_old_roots(global, &mut w.old_roots);
+    promoted
 }
 
 /// Buffers an object we hold again so a later collection retries it.
@@ -489,8 +696,9 @@ fn validate(w: &mut Work, a: usize, b: usize, id: u32) -> bool {
     for k in a..b {
         let m = w.members[k] as usize;
         w.targets.clear();
+        let header = w.nodes[m].header;
         // SAFETY: `m` is held until `finish`, after `guards` is emptied.
-        if unsafe { trace_into(w.nodes[m].header, &mut w.targets, &mut w.guards) } {
+        if unsafe { trace_into(header, &mut w.targets, &mut w.guards, &mut w.panic) } {
             closed = false;
             break;
         }

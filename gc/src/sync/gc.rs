@@ -56,6 +56,20 @@ unsafe fn trace_value<T: Trace>(header: NonNull<Header>, tracer: &mut Tracer<'_>
 /// collect();
 /// assert!(weak.upgrade().is_none());
 /// ```
+///
+/// `get_mut` requires `T: 'static` like `new`: through a handle whose type
+/// was shortened (the handle is covariant), it could otherwise store a
+/// borrow in a value that a later collection drops:
+///
+/// ```compile_fail,E0597
+/// use recycler::sync::Gc;
+/// static EMPTY: String = String::new();
+/// #[derive(recycler::Trace)]
+/// struct Reader<'a>(#[trace(skip)] &'a String);
+/// let s = String::from("short-lived");
+/// let mut r: Gc<Reader<'_>> = Gc::new(Reader(&EMPTY));
+/// Gc::get_mut(&mut r).unwrap().0 = &s;
+/// ```
 pub struct Gc<T: Trace> {
     ptr: NonNull<Inner<T>>,
     _owns: PhantomData<Inner<T>>,

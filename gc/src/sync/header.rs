@@ -46,7 +46,7 @@ use core::mem::ManuallyDrop;
 use core::ptr::NonNull;
 use core::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
 
-use super::prim::{spin_wait, AtomicU64, AtomicUsize, DeadFlag};
+use super::prim::{spin_wait, AtomicU64, AtomicUsize, CollectorCell, DeadFlag};
 use crate::trace::Tracer;
 
 /// One strong reference.
@@ -69,8 +69,14 @@ pub(crate) const CTR: u64 = 1 << 37;
 const INC: u64 = CTR + ONE;
 /// Drop / hold release.
 const DEC: u64 = CTR - ONE;
-/// Counts above this abort the process (as `Arc` does near `isize::MAX`).
-const MAX_COUNT: u64 = 1 << 31;
+/// Every increment of the strong count (clone, upgrade, a collector's hold)
+/// aborts the process when the count is already this high (as `Arc` does near
+/// `isize::MAX`), so the 32 count bits never carry into the flags: a
+/// `fetch_add` may overshoot by one per thread racing past the check before
+/// aborting, far below `2^32`. A CAS path checks before incrementing.
+pub(crate) const MAX_COUNT: u64 = 1 << 31;
+/// The weak count aborts the process at this value (as `Arc`'s).
+pub(crate) const MAX_WEAK: usize = usize::MAX / 2;
 /// `weak` value while `get_mut` checks uniqueness (Arc's trick).
 const WEAK_LOCKED: usize = usize::MAX;
 
@@ -78,6 +84,29 @@ const WEAK_LOCKED: usize = usize::MAX;
 #[inline]
 pub(crate) fn count(word: u64) -> u64 {
     word & COUNT_MASK
+}
+
+/// `w` after one more strong reference. The modification counter wraps off
+/// the top of the word (as the `fetch_add`s do): plain `+` would panic in
+/// debug builds after `2^27` operations on one object.
+#[inline]
+fn inc(w: u64) -> u64 {
+    w.wrapping_add(INC)
+}
+
+/// `w` after one strong reference less (the count is at least one).
+#[inline]
+fn dec(w: u64) -> u64 {
+    w.wrapping_add(DEC)
+}
+
+/// Aborts the process if one more strong reference on top of `word` could
+/// overflow the count (see [`MAX_COUNT`]).
+#[inline]
+fn check_count(word: u64) {
+    if count(word) >= MAX_COUNT {
+        std::process::abort();
+    }
 }
 
 /// Per-type operations, reached from the header.
@@ -97,9 +126,11 @@ pub(crate) struct Header {
     pub(crate) weak: AtomicUsize,
     pub(crate) vtable: &'static VTable,
     /// Collector-private: the object's node in the running collection's
-    /// graph (fits in the padding before `dead`, so the header stays 32 bytes).
+    /// graph and its generation (they fit in what would be padding, so the
+    /// header stays 32 bytes).
     pub(crate) slot: GraphSlot,
     pub(crate) dead: DeadFlag,
+    pub(crate) generation: Generation,
 }
 
 /// Where the running collection keeps an object's node index, so that
@@ -111,11 +142,15 @@ pub(crate) struct Header {
 /// earlier collection is harmless: the collector only believes it when the
 /// node at that index has this very header (see `collector.rs`), and distinct
 /// live objects have distinct addresses.
-pub(crate) struct GraphSlot(UnsafeCell<u32>);
+pub(crate) struct GraphSlot {
+    index: UnsafeCell<u32>,
+}
 
 impl GraphSlot {
     fn new() -> Self {
-        GraphSlot(UnsafeCell::new(u32::MAX))
+        GraphSlot {
+            index: UnsafeCell::new(u32::MAX),
+        }
     }
 
     /// The index recorded by a collection (possibly an earlier one).
@@ -125,7 +160,7 @@ impl GraphSlot {
     #[inline]
     pub(crate) unsafe fn get(&self) -> u32 {
         // SAFETY: only collector-lock holders access the cell (see type docs).
-        unsafe { *self.0.get() }
+        unsafe { *self.index.get() }
     }
 
     /// Records the object's node index.
@@ -135,13 +170,61 @@ impl GraphSlot {
     #[inline]
     pub(crate) unsafe fn set(&self, index: u32) {
         // SAFETY: only collector-lock holders access the cell (see type docs).
-        unsafe { *self.0.get() = index }
+        unsafe { *self.index.get() = index }
     }
 }
 
 // SAFETY: the cell is accessed only by the thread holding the collector
 // lock, whose mutex orders the accesses of successive collectors.
 unsafe impl Sync for GraphSlot {}
+
+/// The object's generation: whether a collection found it live and promoted
+/// it (collector-private, like [`GraphSlot`]).
+///
+/// Only the thread holding the collector lock writes it, and only while it
+/// holds the object; allocation writes the initial value before the object
+/// is published. Besides collectors, the one reader is the thread that
+/// performed the transition of the count to zero (to count old objects freed
+/// by counting): no collector can take a hold any more, and the last
+/// collector's write came before the release of its hold, which that
+/// transition acquires.
+pub(crate) struct Generation {
+    old: CollectorCell<bool>,
+}
+
+impl Generation {
+    fn new() -> Self {
+        Generation {
+            old: CollectorCell::new(false),
+        }
+    }
+
+    /// Whether a collection promoted the object to the old generation.
+    ///
+    /// # Safety
+    /// The header is alive and either the caller holds the collector lock,
+    /// or it performed the transition of the count to zero (see type docs).
+    #[inline]
+    pub(crate) unsafe fn is_old(&self) -> bool {
+        // SAFETY: forwarded (no concurrent `promote`, see type docs).
+        unsafe { self.old.get() }
+    }
+
+    /// Promotes the object to the old generation.
+    ///
+    /// # Safety
+    /// The caller holds the collector lock and a hold on the object.
+    #[inline]
+    pub(crate) unsafe fn promote(&self) {
+        // SAFETY: forwarded (see type docs).
+        unsafe { self.old.set(true) }
+    }
+}
+
+// SAFETY: the cell is written only by the thread holding the collector lock,
+// whose mutex orders the accesses of successive collectors; the one other
+// reader is ordered after the last write (see type docs).
+unsafe impl Sync for Generation {}
 
 /// An allocation: header followed by the value.
 #[repr(C)]
@@ -160,6 +243,7 @@ impl<T> Inner<T> {
                 vtable,
                 slot: GraphSlot::new(),
                 dead: DeadFlag::new(),
+                generation: Generation::new(),
             },
             value: UnsafeCell::new(ManuallyDrop::new(value)),
         });
@@ -203,9 +287,7 @@ impl Header {
     #[inline]
     pub(crate) fn inc_strong(&self) {
         let old = self.word.fetch_add(INC, Relaxed);
-        if count(old) >= MAX_COUNT {
-            std::process::abort();
-        }
+        check_count(old);
     }
 
     /// `new_cyclic`: the value is in place; count 0 → 1.
@@ -269,7 +351,7 @@ impl Header {
     #[inline]
     fn after_buffering_drop(w: u64) -> u64 {
         let flags = if w & DOOMED == 0 { BUFFERED | ARMED } else { 0 };
-        (w + DEC) | flags
+        dec(w) | flags
     }
 
     /// [`Header::dec_strong_buffering`] under contention or for the last
@@ -284,7 +366,7 @@ impl Header {
         let mut w = header.word.load(Relaxed);
         loop {
             let new = if count(w) == 1 {
-                w + DEC
+                dec(w)
             } else {
                 Self::after_buffering_drop(w)
             };
@@ -364,7 +446,7 @@ impl Header {
                 w = self.weak.load(Relaxed);
                 continue;
             }
-            if w >= usize::MAX / 2 {
+            if w >= MAX_WEAK {
                 std::process::abort();
             }
             match self.weak.compare_exchange_weak(w, w + 1, Acquire, Relaxed) {
@@ -387,10 +469,8 @@ impl Header {
                 w = self.word.load(Acquire);
                 continue;
             }
-            match self
-                .word
-                .compare_exchange_weak(w, w + INC, Acquire, Acquire)
-            {
+            check_count(w);
+            match self.word.compare_exchange_weak(w, inc(w), Acquire, Acquire) {
                 Ok(_) => return true,
                 Err(actual) => w = actual,
             }
@@ -405,8 +485,9 @@ impl Header {
             if count(w) == 0 || w & (DOOMED | CLAIMED) != 0 {
                 return None;
             }
-            match self.word.compare_exchange_weak(w, w + INC, AcqRel, Acquire) {
-                Ok(_) => return Some(w + INC),
+            check_count(w);
+            match self.word.compare_exchange_weak(w, inc(w), AcqRel, Acquire) {
+                Ok(_) => return Some(inc(w)),
                 Err(actual) => w = actual,
             }
         }
@@ -425,7 +506,8 @@ impl Header {
             debug_assert!(w & BUFFERED != 0);
             let live = count(w) > 0 && w & (DOOMED | CLAIMED) == 0;
             let new = if live && w & ARMED != 0 {
-                (w + INC) & !(BUFFERED | ARMED)
+                check_count(w);
+                inc(w) & !(BUFFERED | ARMED)
             } else {
                 w & !(BUFFERED | ARMED)
             };
@@ -490,10 +572,7 @@ impl Header {
             if count(w) != 1 || w & (DOOMED | CLAIMED | GONE) != 0 {
                 return None;
             }
-            match self
-                .word
-                .compare_exchange_weak(w, w + DEC, Acquire, Acquire)
-            {
+            match self.word.compare_exchange_weak(w, dec(w), Acquire, Acquire) {
                 Ok(_) => return Some(w),
                 Err(actual) => w = actual,
             }

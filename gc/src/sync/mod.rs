@@ -63,7 +63,11 @@
 //! members are marked dead (`Deref` panics, `try_deref` returns `None`),
 //! every value is dropped (a panicking `Drop` does not stop the others and is
 //! re-raised afterwards), then the holds are released and memory follows
-//! `Arc`'s weak protocol. Drops and collections use explicit work lists,
+//! `Arc`'s weak protocol. A collection runs as a drop batch (`drops.rs`):
+//! values whose count reaches zero during it are dropped after it, outside
+//! the collector lock, each under `catch_unwind`. A panicking `Trace` counts
+//! as a cell that could not be locked (the object is kept and buffered
+//! again) and is re-raised when the collection ends. Drops and collections use explicit work lists,
 //! never recursion proportional to the graph.
 //!
 //! # Soundness
@@ -107,16 +111,40 @@
 //! by the last of "value gone" and "buffer entry drained", so no buffer
 //! entry, `Weak` or collector ever reads a freed header. The one assumption
 //! is the `Trace` contract: the `sync::Gc` handles inside a value change only
-//! through `&mut` or inside one of the locks whose `Trace` impls this crate
-//! provides (`std` and `parking_lot` `Mutex`/`RwLock`), which hand their
-//! guards to the collector so that a cell stays locked until the hold on
-//! its targets is taken and, during validation, until `t*`. A hand-written
-//! cell type cannot do that and must not hold `sync::Gc` handles that change
-//! through `&self`. `sync::Gc` requires `T: Send + Sync`, which rules out
+//! through `&mut` or inside a lock traced with [`Tracer::trace_lock`](crate::Tracer::trace_lock)
+//! (a [`TraceLock`]: `std` and `parking_lot` `Mutex`/`RwLock`, or a lock
+//! type of your own), which hands its guard to the collector so that a cell
+//! stays locked until the hold on its targets is taken and, during
+//! validation, until `t*`. Any other cell type must not hold `sync::Gc`
+//! handles that change through `&self`. `sync::Gc` requires `T: Send + Sync`, which rules out
 //! `RefCell`/`Cell` interiors. The modification counter has 27 bits: the
 //! Δ-test could only be fooled by a multiple of 2^27 mutator operations on
 //! one member between its snapshot and its CAS that also restore its exact
 //! count.
+//!
+//! *Generations do not weaken this.* A generation only decides which
+//! objects enter the graph; it never enters the tests. A minor collection
+//! does not drain old objects' entries (it moves them to the old roots) and
+//! does not follow edges to old objects, so no old object is a node and an
+//! old object's handle to a young node stays in that node's count as an
+//! outside reference: the node's trial count is positive, it is live. A
+//! component is still freed only if, at its `t*`, every handle to each
+//! member lies in a member (Σ) and no member's word changed since its
+//! snapshot (Δ) — for old members in a full collection exactly as for
+//! young ones. So a generation can only make a cycle live longer, never free
+//! a reachable object. The generation itself is collector-private state
+//! (a flag beside the graph slot, not in the header word), written only by
+//! the collector-lock holder while it holds the object; mutators never
+//! write it, and the one mutator read (the thread whose drop takes the count
+//! to zero counts old objects freed) comes after the collector's last hold
+//! was released, which that drop acquires (loom model
+//! `promotion_against_last_drop`). Liveness needs one more rule: a minor
+//! collection cannot tell a reference from a live old object from one from
+//! an old member of the node's own garbage cycle, whose count did not move
+//! and which may not be buffered. Each node it keeps for an outside
+//! reference is therefore buffered again as an *old root*, for the next
+//! full collection (`old_root_rebuffering`; the differential test
+//! `sync_differential` finds the leak when the rule is removed).
 //!
 //! *Why both tests.* Without the Σ-test, a thread holding its own handle to
 //! `b` can move the `a → b` handle into `b`'s cell between the traces of `a`
@@ -131,8 +159,9 @@
 //! Collections are triggered per thread, by the thread that buffers a root,
 //! according to its [`Policy`]: `Adaptive` collects when the roots this thread
 //! buffered since the last collection (by any thread) reach the number of
-//! objects the last collection traced and found *live* — the work it wasted,
-//! as the single-threaded collector's young threshold — and at least 1024.
+//! objects the last collection traced, found *live* and promoted — the work
+//! it wasted, as the single-threaded collector's young threshold — and at
+//! least 1024.
 //! Garbage a collection frees does not raise the threshold, so each thread
 //! leaves at most `max(1024, live traced)` roots between collections.
 //! Because one thread collecting can be slower than another that only
@@ -143,8 +172,68 @@
 //! collects: the garbage stays bounded under steady churn. `Nim16` ports Nim
 //! 1.6.12's rule on this thread's buffer length (threshold from 128; after a
 //! collection, `max(t / 3 * 2, 16)` if `freed * 2 >= traced`, else
-//! `t * 3 / 2`); `Manual` only collects on [`collect`]. Generations are not
-//! implemented for the thread-safe collector.
+//! `t * 3 / 2`); `Manual` only collects on [`collect`].
+//!
+//! # Generations
+//!
+//! As in the single-threaded collector, objects that a collection finds
+//! live are *promoted* to the old generation (except by collections that a
+//! `Nim16` thread triggers: Nim 1.6.12 had no generations). Adaptive
+//! triggers *minor* collections: they start from the young roots only and
+//! never enter an old object (an edge to one is an outside reference of its
+//! target), so long-lived hubs stop costing anything; an old object's
+//! buffer entry waits in the *old roots*, which only a full collection
+//! drains, and so does every young object a minor collection kept for an
+//! outside reference (the cross-generation rule, see *Soundness*). A full
+//! collection starts from every root and enters everything; Adaptive runs
+//! one instead of a minor one when the objects promoted since the last full
+//! collection, or the old roots waiting, exceed a quarter of the old
+//! objects counted at the end of it (CPython's rule), and at least 1024: its
+//! cost is amortised over that growth. [`collect`] is always full;
+//! [`collect_minor`] runs one minor collection. `Adaptive`'s threshold for
+//! the next collection counts the objects the last one promoted (its wasted
+//! work), no longer the old objects it re-traced.
+//!
+//! # Where collections run
+//!
+//! By default ([`CollectorMode::Mutators`]) a collection that the Adaptive
+//! trigger asks for runs on the thread whose buffering made it due, and the
+//! destructors of the cycles it frees run there. With
+//! [`CollectorMode::Thread`] ([`set_collector_mode`]) mutators only buffer
+//! roots and wake a collector thread (started lazily by the first request,
+//! named `recycler-sync-collector`, stopped by [`stop_collector_thread`]),
+//! which runs the collections and the destructors of the cycles they free;
+//! a thread whose garbage outruns it still waits for it boundedly and then
+//! collects itself (the pacing above), so garbage stays bounded. Nim16
+//! triggers always collect on the mutator (the port's semantics), and
+//! [`collect`] always collects on its caller, after waiting for a
+//! collection that is running elsewhere: destructors of the cycles it frees
+//! run on the caller. The
+//! default is the one measured faster on 2 cores (see the README's results
+//! and the benchmarks' `recycler-sync-gc-thread` column).
+//!
+//! # Why no crossbeam-epoch
+//!
+//! Epoch-based reclamation lets a thread read memory it holds no reference
+//! to, deferring the free until every pinned thread has moved on. Nothing
+//! here reads a header without owning a reference to it: a buffer entry
+//! owns the `BUFFERED` bit (which keeps the memory, see `header.rs`), a
+//! collector reads a value only through a hold or a handle pinned in a
+//! locked cell, a `Weak` owns a weak count, and the collector thread is an
+//! ordinary collector. So there is no deferred free to make. The one
+//! lock-free structure it could replace is the hand-over of root buffers:
+//! a buffering locks its own thread's uncontended mutex (contended only
+//! while a collector swaps the buffer out), once per object per collection
+//! at most. Measured on the 2-core machine (busy with other builds; 20M
+//! entries, drained every 1024, three rounds): lock + push + unlock of a
+//! `parking_lot` mutex 86–99 ns, a Treiber stack with
+//! `crossbeam_epoch`-deferred node frees (pin + allocate + CAS) 259–291 ns,
+//! a plain `Vec` push (no hand-over possible) 5–6 ns. A lock-free hand-over
+//! of whole segments could approach the plain push, but an idle thread's
+//! partly filled segment must still be drained by the collector, which
+//! needs the same exclusion the mutex gives; at one buffering per object per
+//! collection the difference is not where the cost is (see the README's
+//! profile of the collector).
 //!
 //! # Graph bookkeeping
 //!
@@ -158,6 +247,8 @@
 //! `sync::Gc<T>` whose `T` cannot own pointers is not reported (the leaf is
 //! not in the graph; its count keeps that edge as an external reference).
 
+#[cfg(not(loom))]
+mod background;
 mod cells;
 mod collector;
 mod drops;
@@ -169,29 +260,45 @@ pub mod rc;
 mod shared;
 mod state;
 
+#[cfg(not(loom))]
+pub use background::{collector_mode, set_collector_mode, stop_collector_thread, CollectorMode};
+pub use cells::TraceLock;
 pub use gc::{Gc, Weak};
 pub use rc::Rc;
 
 use crate::{Policy, Stats};
 
-/// Collects the cycles buffered by every thread, now.
+/// Collects the cycles buffered by every thread, now, on the calling thread
+/// (full collections, run until one frees nothing).
 ///
-/// Runs passes until one frees nothing. Returns at once if another thread
-/// is collecting (or if called from a destructor running inside a
-/// collection): collections never wait for each other.
+/// If another thread (the collector thread, say) is collecting, waits for
+/// it to finish first: a blocking call, like joining a thread, so the caller
+/// must not hold a lock that a destructor of a cycle being collected on
+/// another thread waits for. (Automatic collections never block like this:
+/// they wait boundedly, see *Policies*.) Returns at once when called from a
+/// destructor running inside a collection.
 pub fn collect() {
+    let kind = collector::Kind::full_for_this_thread();
     for _ in 0..8 {
-        match collector::try_collect() {
+        match collector::collect_waiting(kind) {
             Some((freed, _)) if freed > 0 => continue,
             _ => break,
         }
     }
 }
 
+/// Runs one minor collection now: from the young roots only, never entering
+/// old objects (see *Generations* in the module docs). Returns at once if
+/// another thread is collecting. Cycles that involve old objects wait for a
+/// full collection ([`collect`], or the Adaptive trigger).
+pub fn collect_minor() {
+    collector::try_collect(collector::Kind::Minor);
+}
+
 /// Process-wide statistics of the thread-safe pointers.
 ///
-/// `live`, `freed_by_rc` and `roots_buffered` sum over all threads (past and
-/// present); collections are all `full_collections` (no generations).
+/// `live`, `freed_by_rc`, `roots_buffered` (old roots included) and
+/// `old_objects` sum over all threads (past and present).
 pub fn stats() -> Stats {
     state::stats()
 }
@@ -201,5 +308,16 @@ pub fn set_policy(policy: Policy) {
     state::set_policy(policy);
 }
 
+/// Makes the calling thread's [`Policy::Nim16`] trigger read and update one
+/// threshold shared by every thread that does the same, as Nim ≤ 1.6.12's
+/// unsynchronised global `rootsThreshold` (fixed by Nim PR 21818); see
+/// [`crate::set_nim16_shared_threshold`]. For experiments that reproduce that
+/// defect; the shared value starts at 128 and is never reset.
+pub fn set_nim16_shared_threshold(shared: bool) {
+    state::set_nim16_shared_threshold(shared);
+}
+
+#[cfg(test)]
+mod regressions;
 #[cfg(test)]
 mod tests;

@@ -114,3 +114,57 @@ impl DeadFlag {
 // other thread (callers of `set` guarantee exclusive access), and reads are
 // ordered after that write by the synchronisation that hands a handle over.
 unsafe impl Sync for DeadFlag {}
+
+/// A `Copy` value that only the collector writes (under its lock, see
+/// `header.rs`'s `GraphSlot`). Under loom it is a tracked cell, so a model in
+/// which a write could race with another access fails.
+#[derive(Debug)]
+pub(crate) struct CollectorCell<T> {
+    #[cfg(not(loom))]
+    cell: core::cell::UnsafeCell<T>,
+    #[cfg(loom)]
+    cell: loom::cell::UnsafeCell<T>,
+}
+
+impl<T: Copy> CollectorCell<T> {
+    pub(crate) fn new(value: T) -> Self {
+        CollectorCell {
+            #[cfg(not(loom))]
+            cell: core::cell::UnsafeCell::new(value),
+            #[cfg(loom)]
+            cell: loom::cell::UnsafeCell::new(value),
+        }
+    }
+
+    /// Reads the value.
+    ///
+    /// # Safety
+    /// No [`set`](CollectorCell::set) may run concurrently.
+    #[inline]
+    pub(crate) unsafe fn get(&self) -> T {
+        #[cfg(not(loom))]
+        // SAFETY: the caller excludes concurrent writers.
+        unsafe {
+            *self.cell.get()
+        }
+        #[cfg(loom)]
+        // SAFETY: the caller excludes concurrent writers.
+        self.cell.with(|p| unsafe { *p })
+    }
+
+    /// Writes the value.
+    ///
+    /// # Safety
+    /// No other thread may access the cell concurrently.
+    #[inline]
+    pub(crate) unsafe fn set(&self, value: T) {
+        #[cfg(not(loom))]
+        // SAFETY: the caller guarantees exclusive access.
+        unsafe {
+            *self.cell.get() = value;
+        }
+        #[cfg(loom)]
+        // SAFETY: the caller guarantees exclusive access.
+        self.cell.with_mut(|p| unsafe { *p = value })
+    }
+}

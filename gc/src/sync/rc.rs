@@ -38,6 +38,39 @@ unsafe fn no_trace(_: NonNull<Header>, _: &mut Tracer<'_>) {}
 /// drop(b);
 /// assert_eq!(Rc::try_unwrap(a).ok(), Some(5));
 /// ```
+///
+/// Unlike `Arc`, it requires `T: 'static` (in `new`, `new_cyclic` and
+/// `get_mut`): a value whose last handle is dropped inside another value's
+/// drop is dropped after it (iteratively), when what it borrowed may be gone.
+/// An outside review's program, a use after free before the bound:
+///
+/// ```compile_fail,E0597
+/// struct Reader<'a>(&'a String);
+/// impl Drop for Reader<'_> {
+///     fn drop(&mut self) {
+///         println!("{}", self.0.len());
+///     }
+/// }
+/// struct Outer;
+/// impl Drop for Outer {
+///     fn drop(&mut self) {
+///         let s = String::from("a string on the heap");
+///         drop(recycler::sync::Rc::new(Reader(&s))); // would run after `s` is freed
+///     }
+/// }
+/// drop(recycler::sync::Rc::new(Outer));
+/// ```
+///
+/// Nor can `get_mut` store a borrow through a handle whose type was
+/// shortened (the handle is covariant, like `Arc`):
+///
+/// ```compile_fail,E0597
+/// static EMPTY: String = String::new();
+/// struct Reader<'a>(&'a String);
+/// let s = String::from("short-lived");
+/// let mut r: recycler::sync::Rc<Reader<'_>> = recycler::sync::Rc::new(Reader(&EMPTY));
+/// recycler::sync::Rc::get_mut(&mut r).unwrap().0 = &s;
+/// ```
 pub struct Rc<T> {
     ptr: NonNull<Inner<T>>,
     _owns: PhantomData<Inner<T>>,
@@ -88,6 +121,9 @@ pub struct Weak<T> {
     _owns: PhantomData<Inner<T>>,
 }
 
-super::shared::shared_pointer!(Rc, Weak, [Sized], [Sized], &VTables::<T>::RC);
+// `'static` on the constructors: a value whose count reaches zero inside
+// another drop is dropped later (iteratively, see `drops.rs`), possibly after
+// whatever a non-`'static` value borrows is gone.
+super::shared::shared_pointer!(Rc, Weak, [Sized], [Sized + 'static], &VTables::<T>::RC);
 
-super::forward::forward_traits!(Rc, [Sized], [Sized]);
+super::forward::forward_traits!(Rc, [Sized], [Sized + 'static]);

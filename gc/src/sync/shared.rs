@@ -48,7 +48,7 @@ macro_rules! shared_pointer {
                 }
             }
 
-            fn header(&self) -> &$crate::sync::header::Header {
+            pub(crate) fn header(&self) -> &$crate::sync::header::Header {
                 // SAFETY: a strong handle keeps the header alive.
                 unsafe { &self.ptr.as_ref().header }
             }
@@ -86,7 +86,16 @@ macro_rules! shared_pointer {
 
             /// Mutable access if this is the only handle and no weak handle
             /// exists.
-            pub fn get_mut(this: &mut Self) -> Option<&mut T> {
+            ///
+            /// Requires `T: 'static`, as the constructors do: the handle type
+            /// is covariant, so without the bound a `&mut` to a value built
+            /// as `'static` could store a shorter borrow in it, and the value
+            /// may be dropped after that borrow ends (drops are deferred to
+            /// the end of an enclosing drop, or to a collection).
+            pub fn get_mut(this: &mut Self) -> Option<&mut T>
+            where
+                T: 'static,
+            {
                 if this.header().claim_unique() {
                     // SAFETY: unique: no other strong or weak handle, and the
                     // buffer entry (if any) is disarmed, so no collector can
@@ -108,7 +117,9 @@ macro_rules! shared_pointer {
                 // SAFETY: we moved the count from one to zero: the value is ours.
                 let value =
                     unsafe { core::mem::ManuallyDrop::take(&mut *(*ptr.as_ptr()).value.get()) };
-                $crate::sync::state::count_freed_by_rc();
+                // SAFETY: we performed the transition to zero (see `GraphSlot`).
+                let old_gen = unsafe { (*ptr.as_ptr()).header.generation.is_old() };
+                $crate::sync::state::count_freed_by_rc(old_gen);
                 // SAFETY: the value is gone and we performed the transition to zero.
                 unsafe { $crate::sync::header::Header::finish_value(ptr.cast(), old) };
                 Ok(value)

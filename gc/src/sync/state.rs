@@ -10,6 +10,8 @@
 //!   to the orphan list, which the next collection drains, and its counters
 //!   to the retired totals, both under the registry lock so that `stats`
 //!   (which reads under it) counts the thread exactly once.
+//! - The old roots (entries of old objects, which only a full collection
+//!   drains) wait in a list of their own, owned by the collector.
 //! - The collector mutex (which also keeps the collector's buffers) is
 //!   `try_lock`ed: one collection at a time, and a thread that finds one
 //!   running carries on — unless, under the Adaptive policy, it has
@@ -23,7 +25,7 @@ use core::sync::atomic::AtomicU64 as StatCounter;
 use core::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
-use super::collector::Work;
+use super::collector::{Kind, Work};
 use super::header::Header;
 use super::prim::{thread_local, Mutex, MutexGuard};
 use crate::{Policy, Stats};
@@ -40,16 +42,31 @@ unsafe impl Send for Entry {}
 const NIM_START: usize = 128;
 /// Nim's floor.
 const NIM_FLOOR: usize = 16;
+
+/// Nim ≤ 1.6.12's one threshold for every thread (see
+/// [`super::set_nim16_shared_threshold`]): relaxed loads and stores, updated
+/// by load–compute–store, so concurrent updates are lost as Nim's were.
+static NIM_SHARED: core::sync::atomic::AtomicUsize =
+    core::sync::atomic::AtomicUsize::new(NIM_START);
 /// Smallest number of new roots (per thread) between two adaptive
 /// collections: bounds the garbage a thread leaves between collections when
 /// little is live.
 const ADAPTIVE_MIN: usize = 1024;
+
+/// A full collection is due under Adaptive once the objects promoted since
+/// the last one, or the old roots waiting, exceed `1 / FULL_DIVISOR` of the
+/// old objects counted at the last full collection (CPython's rule, as the
+/// single-threaded collector's default `full_fraction` of 0.25), and at least
+/// [`ADAPTIVE_MIN`].
+const FULL_DIVISOR: u64 = 4;
 
 /// Counters a thread writes alone (statistics are sums over threads).
 #[derive(Default)]
 struct Counters {
     allocated: StatCounter,
     freed_by_rc: StatCounter,
+    /// Of `freed_by_rc`, the old objects.
+    old_freed_by_rc: StatCounter,
     roots_buffered: StatCounter,
 }
 
@@ -70,6 +87,12 @@ pub(crate) struct Slot {
 pub(crate) struct Global {
     registry: Mutex<Vec<Arc<Slot>>>,
     orphans: Mutex<Vec<Entry>>,
+    /// Entries of old objects, left by minor collections for the next full
+    /// one (also the young objects a minor collection could not prove live,
+    /// see `collector.rs`). Only collections touch it.
+    pub(crate) old_roots: Mutex<Vec<Entry>>,
+    /// `old_roots.len()`, for the mutators' full-collection trigger.
+    pub(crate) old_roots_waiting: StatCounter,
     /// One collection at a time; holds the collector's reusable buffers.
     collector_lock: Mutex<Work>,
     /// Counters of threads that exited (updated under the registry lock, so
@@ -77,12 +100,23 @@ pub(crate) struct Global {
     /// the collector counts.
     retired_allocated: StatCounter,
     retired_freed_by_rc: StatCounter,
+    retired_old_freed_by_rc: StatCounter,
     retired_roots: StatCounter,
     pub(crate) freed_by_collector: StatCounter,
+    /// Of `freed_by_collector`, the old objects.
+    pub(crate) old_freed_by_collector: StatCounter,
+    /// Minor plus full collections (the epoch of the per-thread triggers).
     pub(crate) collections: StatCounter,
+    pub(crate) minor_collections: StatCounter,
     pub(crate) nodes_traced: StatCounter,
-    /// Objects the last collection traced and found live (wasted work).
+    /// Objects the last collection traced and found live that were not
+    /// old already (its wasted work; what the next one may waste again).
     pub(crate) last_live_traced: StatCounter,
+    /// Objects ever promoted.
+    pub(crate) promoted: StatCounter,
+    pub(crate) promoted_since_full: StatCounter,
+    /// Old objects alive at the end of the last full collection.
+    pub(crate) old_at_full: StatCounter,
     pub(crate) total_pause_ns: StatCounter,
     pub(crate) max_pause_ns: StatCounter,
 }
@@ -92,14 +126,22 @@ impl Global {
         Global {
             registry: Mutex::new(Vec::new()),
             orphans: Mutex::new(Vec::new()),
+            old_roots: Mutex::new(Vec::new()),
+            old_roots_waiting: StatCounter::new(0),
             collector_lock: Mutex::new(Work::default()),
             retired_allocated: StatCounter::new(0),
             retired_freed_by_rc: StatCounter::new(0),
+            retired_old_freed_by_rc: StatCounter::new(0),
             retired_roots: StatCounter::new(0),
             freed_by_collector: StatCounter::new(0),
+            old_freed_by_collector: StatCounter::new(0),
             collections: StatCounter::new(0),
+            minor_collections: StatCounter::new(0),
             nodes_traced: StatCounter::new(0),
             last_live_traced: StatCounter::new(0),
+            promoted: StatCounter::new(0),
+            promoted_since_full: StatCounter::new(0),
+            old_at_full: StatCounter::new(0),
             total_pause_ns: StatCounter::new(0),
             max_pause_ns: StatCounter::new(0),
         }
@@ -114,9 +156,44 @@ impl Global {
         }
     }
 
+    /// Whether the Adaptive policy asks for a full collection now.
+    pub(crate) fn full_due(&self) -> bool {
+        let budget = (self.old_at_full.load(Relaxed) / FULL_DIVISOR).max(ADAPTIVE_MIN as u64);
+        // A minor collection re-buffers the live objects it could not prove
+        // as old roots, so most promotions also sit in the old roots: take
+        // the larger count rather than counting them twice.
+        let pending = self
+            .promoted_since_full
+            .load(Relaxed)
+            .max(self.old_roots_waiting.load(Relaxed));
+        pending > budget
+    }
+
+    /// Old objects alive now: promoted, minus those freed since (exact once
+    /// every thread's counters are read under the registry lock).
+    pub(crate) fn old_objects(&self) -> u64 {
+        let registry = self.registry.lock();
+        self.old_objects_locked(&registry)
+    }
+
+    fn old_objects_locked(&self, registry: &[Arc<Slot>]) -> u64 {
+        let mut freed =
+            self.retired_old_freed_by_rc.load(Relaxed) + self.old_freed_by_collector.load(Relaxed);
+        for slot in registry {
+            freed += slot.counters.old_freed_by_rc.load(Relaxed);
+        }
+        self.promoted.load(Relaxed).saturating_sub(freed)
+    }
+
     /// The collector lock, if no collection is running.
     pub(crate) fn try_collector(&self) -> Option<MutexGuard<'_, Work>> {
         self.collector_lock.try_lock()
+    }
+
+    /// The collector lock, waiting for a running collection to end.
+    #[cfg(not(loom))]
+    pub(crate) fn collector_lock(&self) -> MutexGuard<'_, Work> {
+        self.collector_lock.lock()
     }
 
     /// The collector lock, waiting at most `patience` for a running
@@ -171,6 +248,8 @@ struct Local {
     policy: Cell<Policy>,
     /// Nim16: the current threshold; Adaptive: unused.
     threshold: Cell<usize>,
+    /// Nim16 uses [`NIM_SHARED`] instead of `threshold`.
+    nim_shared: Cell<bool>,
     /// Roots this thread buffered since the last collection (by any thread)
     /// that it noticed.
     since: Cell<usize>,
@@ -191,8 +270,20 @@ impl Local {
             slot,
             policy: Cell::new(Policy::default()),
             threshold: Cell::new(NIM_START),
+            nim_shared: Cell::new(false),
             since: Cell::new(0),
             epoch: Cell::new(0),
+        }
+    }
+}
+
+impl Local {
+    /// The Nim16 threshold in force: this thread's or the shared one.
+    fn nim_threshold(&self) -> usize {
+        if self.nim_shared.get() {
+            NIM_SHARED.load(Relaxed)
+        } else {
+            self.threshold.get()
         }
     }
 }
@@ -217,6 +308,9 @@ impl Drop for Local {
             .retired_freed_by_rc
             .fetch_add(c.freed_by_rc.load(Relaxed), Relaxed);
         global
+            .retired_old_freed_by_rc
+            .fetch_add(c.old_freed_by_rc.load(Relaxed), Relaxed);
+        global
             .retired_roots
             .fetch_add(c.roots_buffered.load(Relaxed), Relaxed);
         registry.retain(|slot| !Arc::ptr_eq(slot, &self.slot));
@@ -237,13 +331,21 @@ pub(crate) fn count_allocated() {
     }
 }
 
-/// Counts a value freed because its count reached zero.
-pub(crate) fn count_freed_by_rc() {
-    if LOCAL
-        .try_with(|l| Counters::bump(&l.slot.counters.freed_by_rc))
-        .is_err()
-    {
-        global().retired_freed_by_rc.fetch_add(1, Relaxed);
+/// Counts a value freed because its count reached zero (`old`: it was in
+/// the old generation).
+pub(crate) fn count_freed_by_rc(old: bool) {
+    let counted = LOCAL.try_with(|l| {
+        Counters::bump(&l.slot.counters.freed_by_rc);
+        if old {
+            Counters::bump(&l.slot.counters.old_freed_by_rc);
+        }
+    });
+    if counted.is_err() {
+        let global = global();
+        global.retired_freed_by_rc.fetch_add(1, Relaxed);
+        if old {
+            global.retired_old_freed_by_rc.fetch_add(1, Relaxed);
+        }
     }
 }
 
@@ -259,10 +361,10 @@ const PATIENCE: core::time::Duration = core::time::Duration::from_millis(10);
 enum Due {
     No,
     /// Collect if no other thread is collecting.
-    Collect,
+    Collect(Kind),
     /// This thread's garbage is outrunning a running collection: wait for
     /// it (boundedly), then collect.
-    Pace,
+    Pace(Kind),
 }
 
 /// Pushes a new buffer entry and runs a collection if this thread's policy
@@ -283,7 +385,9 @@ pub(crate) fn push_root(entry: Entry) {
         Counters::bump(&l.slot.counters.roots_buffered);
         match l.policy.get() {
             Policy::Manual => Due::No,
-            Policy::Nim16 if len >= l.threshold.get() => Due::Collect,
+            Policy::Nim16 if len >= l.nim_threshold() => {
+                Due::Collect(Kind::Full { promote: false })
+            }
             Policy::Nim16 => Due::No,
             Policy::Adaptive => {
                 // A collection by any thread drained this thread's roots
@@ -300,10 +404,17 @@ pub(crate) fn push_root(entry: Entry) {
                 // collector's young threshold), at least `ADAPTIVE_MIN`.
                 let wasted = global.last_live_traced.load(Relaxed) as usize;
                 let threshold = ADAPTIVE_MIN.max(wasted);
+                let kind = || {
+                    if global.full_due() {
+                        Kind::Full { promote: true }
+                    } else {
+                        Kind::Minor
+                    }
+                };
                 if l.since.get() >= threshold.saturating_mul(PACE) {
-                    Due::Pace
+                    Due::Pace(kind())
                 } else if l.since.get() >= threshold {
-                    Due::Collect
+                    Due::Collect(kind())
                 } else {
                     Due::No
                 }
@@ -312,8 +423,14 @@ pub(crate) fn push_root(entry: Entry) {
     });
     let due = due.map(|due| match due {
         Due::No => None,
-        Due::Collect => Some(super::collector::try_collect()),
-        Due::Pace => Some(super::collector::collect_paced(PATIENCE)),
+        #[cfg(not(loom))]
+        Due::Collect(Kind::Minor | Kind::Full { promote: true })
+            if super::background::enabled() && super::background::request() =>
+        {
+            None
+        }
+        Due::Collect(kind) => Some(super::collector::try_collect(kind)),
+        Due::Pace(kind) => Some(super::collector::collect_paced(kind, PATIENCE)),
     });
     match due {
         Ok(Some(collected)) => {
@@ -322,12 +439,17 @@ pub(crate) fn push_root(entry: Entry) {
                     l.since.set(0);
                     l.epoch.set(global().collections.load(Relaxed));
                     if l.policy.get() == Policy::Nim16 {
-                        let t = l.threshold.get();
-                        l.threshold.set(if freed * 2 >= touched {
+                        let t = l.nim_threshold();
+                        let next = if freed * 2 >= touched {
                             (t / 3 * 2).max(NIM_FLOOR)
                         } else {
                             t * 3 / 2
-                        });
+                        };
+                        if l.nim_shared.get() {
+                            NIM_SHARED.store(next, Relaxed);
+                        } else {
+                            l.threshold.set(next);
+                        }
                     }
                 });
             }
@@ -354,10 +476,20 @@ pub(crate) fn set_policy(policy: Policy) {
     });
 }
 
+/// This thread's policy.
+pub(crate) fn policy() -> Policy {
+    LOCAL.try_with(|l| l.policy.get()).unwrap_or_default()
+}
+
+/// Makes this thread's Nim16 trigger use the shared threshold, or its own.
+pub(crate) fn set_nim16_shared_threshold(shared: bool) {
+    let _ = LOCAL.try_with(|l| l.nim_shared.set(shared));
+}
+
 /// This thread's current Nim16 threshold (for tests).
 #[cfg(test)]
 pub(crate) fn nim_threshold() -> usize {
-    LOCAL.with(|l| l.threshold.get())
+    LOCAL.with(|l| l.nim_threshold())
 }
 
 /// Process-wide statistics.
@@ -374,17 +506,20 @@ pub(crate) fn stats() -> Stats {
         freed_by_rc += slot.counters.freed_by_rc.load(Relaxed);
         roots_now += slot.entries.lock().len() as u64;
     }
+    roots_now += global.old_roots_waiting.load(Relaxed);
     let freed_by_collector = global.freed_by_collector.load(Relaxed);
+    let collections = global.collections.load(Relaxed);
+    let minor_collections = global.minor_collections.load(Relaxed);
     Stats {
         live: allocated.saturating_sub(freed_by_rc + freed_by_collector),
         freed_by_rc,
         freed_by_collector,
-        minor_collections: 0,
-        full_collections: global.collections.load(Relaxed),
+        minor_collections,
+        full_collections: collections.saturating_sub(minor_collections),
         roots_buffered: roots_now,
         nodes_traced: global.nodes_traced.load(Relaxed),
-        promoted: 0,
-        old_objects: 0,
+        promoted: global.promoted.load(Relaxed),
+        old_objects: global.old_objects_locked(&registry),
         total_pause: core::time::Duration::from_nanos(global.total_pause_ns.load(Relaxed)),
         max_pause: core::time::Duration::from_nanos(global.max_pause_ns.load(Relaxed)),
     }

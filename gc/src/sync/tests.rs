@@ -11,7 +11,7 @@ use super::{collect, set_policy, state, stats, Gc, Rc, Weak};
 use crate::trace::{Trace, Tracer};
 use crate::Policy;
 
-fn serial() -> MutexGuard<'static, ()> {
+pub(super) fn serial() -> MutexGuard<'static, ()> {
     static SERIAL: Mutex<()> = Mutex::new(());
     let guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     set_policy(Policy::Manual);
@@ -19,9 +19,9 @@ fn serial() -> MutexGuard<'static, ()> {
 }
 
 /// A node with a lockable edge list and a shared drop counter.
-struct Node {
-    drops: Arc<AtomicUsize>,
-    edges: Mutex<Vec<Gc<Node>>>,
+pub(super) struct Node {
+    pub(super) drops: Arc<AtomicUsize>,
+    pub(super) edges: Mutex<Vec<Gc<Node>>>,
 }
 
 // SAFETY: reports the handles in `edges`, each once, through the mutex.
@@ -37,14 +37,14 @@ impl Drop for Node {
     }
 }
 
-fn node(drops: &Arc<AtomicUsize>) -> Gc<Node> {
+pub(super) fn node(drops: &Arc<AtomicUsize>) -> Gc<Node> {
     Gc::new(Node {
         drops: drops.clone(),
         edges: Mutex::new(Vec::new()),
     })
 }
 
-fn link(from: &Gc<Node>, to: &Gc<Node>) {
+pub(super) fn link(from: &Gc<Node>, to: &Gc<Node>) {
     from.edges.lock().unwrap().push(to.clone());
 }
 
@@ -548,6 +548,40 @@ fn nim16_threshold_follows_nim_1_6_12() {
     set_policy(Policy::Manual);
     drop(keep);
     assert_eq!(drops.load(SeqCst), 212);
+}
+
+#[test]
+fn nim16_shared_threshold_is_one_for_every_thread() {
+    let _s = serial();
+    collect();
+    let drops = Arc::new(AtomicUsize::new(0));
+    // One thread's collection that frees everything lowers the shared
+    // threshold, 128 -> 84; another thread that opts in starts from 84.
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            set_policy(Policy::Nim16);
+            super::set_nim16_shared_threshold(true);
+            let start = state::nim_threshold();
+            for _ in 0..start {
+                let a = node(&drops);
+                link(&a, &a);
+            }
+            assert_eq!(state::nim_threshold(), start / 3 * 2);
+        })
+        .join()
+        .unwrap();
+        s.spawn(|| {
+            set_policy(Policy::Nim16);
+            assert_eq!(state::nim_threshold(), 128, "own threshold");
+            super::set_nim16_shared_threshold(true);
+            let shared = state::nim_threshold();
+            assert!(shared <= 84, "{shared}");
+            set_policy(Policy::Manual);
+        })
+        .join()
+        .unwrap();
+    });
+    collect();
 }
 
 #[test]

@@ -23,13 +23,26 @@ impl Server {
 
     /// `serve --mm mode --runtime runtime` on an ephemeral port, 2 threads.
     pub fn start_on(mode: &str, runtime: &str) -> Server {
-        let mut child = Command::new(EXE)
-            .args(["serve", "--mm", mode, "--port", "0", "--threads", "2"])
+        Server::start_with(runtime, &["--mm", mode], |_| {})
+    }
+
+    /// `serve --runtime runtime` on an ephemeral port, 2 threads, with
+    /// `extra` arguments, after `configure` has had its say on the command.
+    /// Stdout and stderr are pipes; stderr is not read.
+    pub fn start_with(
+        runtime: &str,
+        extra: &[&str],
+        configure: impl FnOnce(&mut Command),
+    ) -> Server {
+        let mut command = Command::new(EXE);
+        command
+            .args(["serve", "--port", "0", "--threads", "2"])
             .args(["--runtime", runtime])
+            .args(extra)
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start serve");
+            .stderr(Stdio::piped());
+        configure(&mut command);
+        let mut child = command.spawn().expect("start serve");
         let mut line = String::new();
         BufReader::new(child.stdout.take().unwrap())
             .read_line(&mut line)
@@ -45,14 +58,29 @@ impl Server {
         }
     }
 
-    /// Sends SIGTERM and waits for the exit status.
-    pub fn terminate(mut self) -> ExitStatus {
+    /// The child's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().unwrap().id()
+    }
+
+    /// The child's stderr pipe (once).
+    pub fn take_stderr(&mut self) -> Option<std::process::ChildStderr> {
+        self.child.as_mut().unwrap().stderr.take()
+    }
+
+    /// Sends `sig` and waits for the exit status.
+    pub fn signal(mut self, sig: libc::c_int) -> ExitStatus {
         let mut child = self.child.take().unwrap();
         let pid = child.id() as libc::pid_t;
         // SAFETY: `kill` has no memory-safety preconditions; the pid is our
         // unreaped child.
-        assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+        assert_eq!(unsafe { libc::kill(pid, sig) }, 0);
         child.wait().expect("wait for serve")
+    }
+
+    /// Sends SIGTERM and waits for the exit status.
+    pub fn terminate(self) -> ExitStatus {
+        self.signal(libc::SIGTERM)
     }
 }
 
@@ -89,12 +117,35 @@ pub struct Conn {
 
 impl Conn {
     pub fn open(addr: SocketAddr) -> Conn {
-        let stream = TcpStream::connect(addr).expect("connect");
+        Conn::from_stream(TcpStream::connect(addr).expect("connect"))
+    }
+
+    /// Wraps a connected stream (20 s read timeout).
+    pub fn from_stream(stream: TcpStream) -> Conn {
         stream
             .set_read_timeout(Some(Duration::from_secs(20)))
             .unwrap();
         Conn {
             reader: BufReader::new(stream),
+        }
+    }
+
+    /// The underlying stream.
+    pub fn stream(&mut self) -> &mut TcpStream {
+        self.reader.get_mut()
+    }
+
+    /// True if the server has closed the connection: a read returns end of
+    /// file or a reset (waits up to the read timeout, reading and
+    /// discarding whatever comes first).
+    pub fn closed_by_server(&mut self) -> bool {
+        let mut buf = [0; 4096];
+        loop {
+            match self.reader.read(&mut buf) {
+                Ok(0) => return true,
+                Ok(_) => continue,
+                Err(e) => return e.kind() == std::io::ErrorKind::ConnectionReset,
+            }
         }
     }
 

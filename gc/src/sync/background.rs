@@ -1,0 +1,170 @@
+//! The collector thread: runs the collections that the Adaptive trigger asks
+//! for, so that mutators only buffer roots.
+//!
+//! - Started lazily, by the first buffering that finds a collection due while
+//!   [`CollectorMode::Thread`] is selected; named `recycler-sync-collector`.
+//! - A request is a flag and a wake-up: a thread that finds a collection due
+//!   sets the flag under the collector thread's small state mutex and
+//!   notifies it; requests made while one is pending coalesce (an atomic
+//!   copy of the flag keeps the mutators off the mutex). The collector
+//!   thread decides the kind (minor or full) when it starts the collection,
+//!   with the Adaptive rule.
+//! - Back-pressure is the trigger's own: a thread that has buffered four
+//!   times its threshold since the last collection waits, boundedly, for the
+//!   running one and then collects itself (see *Policies* in the module
+//!   docs), so garbage stays bounded when the collector thread falls behind.
+//! - [`stop_collector_thread`] stops and joins it; a later request starts a
+//!   new one (select [`CollectorMode::Mutators`] to stop for good).
+//! - The thread's own policy is `Manual`: destructors it runs may buffer
+//!   roots, which wait for the next collection instead of triggering one
+//!   inside this one.
+//!
+//! Not under loom: loom models need every thread they spawn joined inside
+//! the model; the collections the thread runs are the same code the models
+//! check.
+
+use core::sync::atomic::Ordering::{Acquire, Relaxed, Release};
+use core::sync::atomic::{AtomicBool, AtomicU8};
+use std::thread::JoinHandle;
+
+use parking_lot::{Condvar, Mutex};
+
+use super::collector;
+use crate::Policy;
+
+/// Where the collections that the Adaptive trigger asks for run
+/// (process-wide; see [`set_collector_mode`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CollectorMode {
+    /// On the thread whose buffering made one due (the default: faster on
+    /// 2 cores; see the module docs' measurements).
+    #[default]
+    Mutators,
+    /// On a collector thread: mutators only buffer roots (and wait for it,
+    /// boundedly, when their garbage outruns it). Destructors of collected
+    /// cycles run on the collector thread.
+    Thread,
+}
+
+const MUTATORS: u8 = 0;
+const THREAD: u8 = 1;
+
+static MODE: AtomicU8 = AtomicU8::new(MUTATORS);
+/// A request is pending (the mutators' fast check; the truth is `State`).
+static REQUESTED: AtomicBool = AtomicBool::new(false);
+
+/// The collector thread's mailbox.
+struct State {
+    /// A collection was requested.
+    pending: bool,
+    stop: bool,
+    handle: Option<JoinHandle<()>>,
+}
+
+static STATE: Mutex<State> = Mutex::new(State {
+    pending: false,
+    stop: false,
+    handle: None,
+});
+static WAKE: Condvar = Condvar::new();
+
+/// Selects where automatic collections run (process-wide). Switching to
+/// [`CollectorMode::Mutators`] stops the collector thread.
+pub fn set_collector_mode(mode: CollectorMode) {
+    let value = match mode {
+        CollectorMode::Mutators => MUTATORS,
+        CollectorMode::Thread => THREAD,
+    };
+    MODE.store(value, Release);
+    if mode == CollectorMode::Mutators {
+        stop_collector_thread();
+    }
+}
+
+/// Where automatic collections run now.
+pub fn collector_mode() -> CollectorMode {
+    match MODE.load(Acquire) {
+        THREAD => CollectorMode::Thread,
+        _ => CollectorMode::Mutators,
+    }
+}
+
+/// Stops the collector thread, if one runs, after the collection it is
+/// running, and waits for it to exit. Garbage buffered meanwhile waits for
+/// the next collection; under [`CollectorMode::Thread`] the next request
+/// starts a new thread.
+pub fn stop_collector_thread() {
+    let handle = {
+        let mut state = STATE.lock();
+        state.stop = true;
+        WAKE.notify_all();
+        state.handle.take()
+    };
+    if let Some(handle) = handle {
+        // A panic on the collector thread was a destructor's; it has been
+        // reported there already.
+        let _ = handle.join();
+    }
+    let mut state = STATE.lock();
+    state.stop = false;
+}
+
+/// Whether collections are to be handed to the collector thread.
+#[inline]
+pub(crate) fn enabled() -> bool {
+    MODE.load(Relaxed) == THREAD
+}
+
+/// Asks the collector thread for a collection (starting it if needed).
+/// Returns `false` if there is no thread to ask (being stopped, or it could
+/// not be spawned): the caller then collects itself.
+pub(crate) fn request() -> bool {
+    if REQUESTED.load(Relaxed) {
+        return true;
+    }
+    let mut state = STATE.lock();
+    if state.stop {
+        return false;
+    }
+    state.pending = true;
+    REQUESTED.store(true, Relaxed);
+    if state.handle.as_ref().map_or(true, JoinHandle::is_finished) {
+        let spawned = std::thread::Builder::new()
+            .name("recycler-sync-collector".into())
+            .spawn(run);
+        match spawned {
+            Ok(handle) => state.handle = Some(handle),
+            Err(_) => {
+                state.pending = false;
+                REQUESTED.store(false, Relaxed);
+                return false;
+            }
+        }
+    }
+    WAKE.notify_one();
+    true
+}
+
+/// The collector thread.
+fn run() {
+    super::state::set_policy(Policy::Manual);
+    loop {
+        {
+            let mut state = STATE.lock();
+            loop {
+                if state.stop {
+                    return;
+                }
+                if core::mem::take(&mut state.pending) {
+                    REQUESTED.store(false, Relaxed);
+                    break;
+                }
+                WAKE.wait(&mut state);
+            }
+        }
+        // A panicking destructor of a collected cycle must not end the
+        // thread (the panic has been printed by the hook).
+        let _ = std::panic::catch_unwind(collector::collect_requested);
+    }
+}
