@@ -6,8 +6,11 @@
 //! on a quiet machine.
 //!
 //! ```sh
-//! cargo run --release -p benches --example ratios -- [ROUNDS] [WORKLOAD SUBSTRING]
+//! cargo run --release -p benches --example ratios -- [ROUNDS] [WORKLOAD SUBSTRING] [POINTER]
 //! ```
+//!
+//! `POINTER` (`std`, `gc` or `rc`) runs only that pointer, for profiling one
+//! of them under `valgrind --tool=callgrind` or `perf`.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -87,6 +90,17 @@ fn main() {
         .and_then(|a| a.parse().ok())
         .unwrap_or(15);
     let only = std::env::args().nth(2).unwrap_or_default();
+    let pointer = std::env::args().nth(3);
+    let runs = |which: usize| match pointer.as_deref() {
+        None => true,
+        Some(p) => p == ["std", "gc", "rc"][which],
+    };
+    if let Some(p) = pointer.as_deref() {
+        if !["std", "gc", "rc"].contains(&p) {
+            eprintln!("usage: ratios [ROUNDS] [WORKLOAD SUBSTRING] [std|gc|rc]");
+            std::process::exit(2);
+        }
+    }
     let mut std_rc = State::<StdRc>::new();
     let mut gc = State::<RecyclerGcDefault>::new();
     let mut rc = State::<RecyclerRc>::new();
@@ -100,6 +114,9 @@ fn main() {
         for round in 0..rounds {
             for k in 0..3 {
                 let which = (round + k) % 3;
+                if !runs(which) {
+                    continue;
+                }
                 let t = match which {
                     0 => std_rc.run(w),
                     1 => gc.run(w),

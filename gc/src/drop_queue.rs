@@ -1,25 +1,32 @@
-//! Iterative freeing: dropping a chain of ten million objects must not
-//! overflow the stack.
+//! Bounded-depth freeing: dropping a chain of ten million objects must not
+//! overflow the stack, and dropping a tree must cost what `std::rc` costs.
 //!
 //! Dropping a value can drop the last handle to another object, whose value
 //! then drops the last handle to a third, and so on: done naively, the stack
-//! grows with the length of the chain. Instead, the first free on a thread
-//! becomes the *drainer*: while it runs, every object whose strong count
-//! reaches zero is pushed onto a per-thread stack and the drainer frees them
-//! one by one after its own value. Stack depth is bounded by the nesting of a
-//! single value's drop glue, not by the length of the chain.
+//! grows with the length of the chain. Here a free nested in another free's
+//! drop runs in place, as in `std::rc` (children freed before their parent's
+//! memory, while the allocator's caches are warm), but only up to
+//! [`MAX_DEPTH`] levels; deeper ones are pushed onto a per-thread stack. The
+//! outermost free on a thread is the *drainer*: after its own value it frees
+//! the stacked objects one by one, each again with up to `MAX_DEPTH` levels
+//! in place. Stack depth is bounded by `MAX_DEPTH` times the nesting of a
+//! single value's drop glue, not by the length of the chain. (Queueing every
+//! nested free, as an earlier version did, cost a push, a pop and an indirect
+//! call per object: binary trees ran 1.5× `std::rc`.)
 //!
 //! Objects carry no type information (a leaf is laid out exactly as
-//! `std::rc`'s), so each entry is a pointer plus the monomorphised function
-//! that finishes it: a leaf's typed pointer and `finish_leaf::<T>` (or
-//! `finish_candidate::<T>`), or a candidate's [`Object`] and `finish_object`. The stack is a `Vec` whose
-//! capacity (up to 1024 entries) is kept between drains. A queued object's
-//! own memory cannot hold the link: a leaf has no spare word (its strong
-//! count must keep reading zero for `Weak::upgrade`, its weak count keeps
-//! counting, and the rest is the value, still to be dropped).
+//! `std::rc`'s), so each stacked entry is a pointer plus the monomorphised
+//! function that finishes it: a leaf's typed pointer and `finish_leaf::<T>`
+//! (or `finish_candidate::<T>`), or a candidate's [`Object`] and
+//! `finish_object`. The stack is a `Vec` whose capacity (up to 1024 entries)
+//! is kept between drains. A queued object's own memory cannot hold the
+//! link: a leaf has no spare word (its strong count must keep reading zero
+//! for `Weak::upgrade`, its weak count keeps counting, and the rest is the
+//! value, still to be dropped).
 //!
-//! A panic in a value's `Drop` is caught by the drainer, which keeps freeing
-//! the rest of the stack and re-raises the first panic at the end; the object
+//! A panic in a value's `Drop` never crosses another object's drop glue:
+//! each nested free catches it and keeps it, the drainer keeps freeing the
+//! rest of the stack and re-raises the first panic at the end; the object
 //! whose `Drop` panicked keeps its memory (a leak, never a use after free).
 
 use core::cell::{Cell, UnsafeCell};
@@ -52,8 +59,8 @@ unsafe fn read<P: Copy>(raw: Raw) -> P {
 }
 
 struct Queue {
-    /// A drainer is running on this thread.
-    draining: Cell<bool>,
+    /// The first panic caught in a nested free, re-raised by the drainer.
+    panic: Cell<Option<Box<dyn std::any::Any + Send>>>,
     /// Objects waiting to be freed. Only `push` and `pop` touch it, and they
     /// run no user code, so no two borrows of it ever overlap.
     pending: UnsafeCell<Vec<Entry>>,
@@ -62,11 +69,20 @@ struct Queue {
 thread_local! {
     static QUEUE: Queue = const {
         Queue {
-            draining: Cell::new(false),
+            panic: Cell::new(None),
             pending: UnsafeCell::new(Vec::new()),
         }
     };
+    /// How many frees are running on this thread, each inside the drop of
+    /// the one before; zero when no drainer runs. Apart from `QUEUE` so that
+    /// reading it is a plain thread-local load (no destructor to register).
+    static DEPTH: Cell<u32> = const { Cell::new(0) };
 }
+
+/// Frees nested up to this depth run in place; deeper ones are queued.
+/// Enough for the trees of the benchmarks and for shallow graphs; each
+/// level costs one value's drop glue of stack.
+const MAX_DEPTH: u32 = 16;
 
 impl Queue {
     /// Queues `ptr`, to be finished by `finish`. Writes the pointer in
@@ -122,7 +138,8 @@ impl Queue {
             match run {
                 Ok(()) => {
                     self.trim();
-                    return first_panic;
+                    let nested = self.panic.take();
+                    return first_panic.or(nested);
                 }
                 Err(payload) => {
                     first_panic.get_or_insert(payload);
@@ -132,36 +149,56 @@ impl Queue {
     }
 }
 
-/// Ends a drainer's turn, also when unwinding: frees what is still queued
-/// and clears the flag. On the normal path the queue is already empty.
-struct Drainer<'a>(&'a Queue);
+/// Ends a drainer's turn when unwinding: frees what is still queued and
+/// resets the depth. (The normal path does both itself.)
+struct Drainer;
 
-impl Drop for Drainer<'_> {
+impl Drop for Drainer {
     fn drop(&mut self) {
-        // Only reached with a non-empty queue when unwinding: further panics
-        // are swallowed, the one in flight wins.
-        drop(self.0.drain());
-        self.0.draining.set(false);
+        // Further panics are swallowed, the one in flight wins.
+        drop(QUEUE.try_with(Queue::drain));
+        DEPTH.with(|d| d.set(0));
     }
 }
 
-/// Frees `ptr` now with `direct`, or queues it, to be finished by `finish`,
-/// behind the running drainer.
+/// Keeps `payload`, caught in a nested free, for the drainer to re-raise
+/// (only the first one on this thread's turn).
+#[cold]
+#[inline(never)]
+fn keep_panic(payload: Box<dyn std::any::Any + Send>) {
+    let mut payload = Some(payload);
+    let _ = QUEUE.try_with(|q| {
+        let first = q.panic.take();
+        q.panic.set(first.or(payload.take()));
+    });
+    if let Some(payload) = payload {
+        // The thread's queue is gone (thread-local destruction): nobody
+        // would re-raise it.
+        panic::resume_unwind(payload);
+    }
+}
+
+/// Frees `ptr` now with `direct` (as the drainer if none runs, or nested
+/// in place below [`MAX_DEPTH`]), or queues it, to be finished by `finish`.
 ///
 /// # Safety
 /// As for [`free_typed`], for the object at `ptr`; `direct` and `finish`
 /// finish it.
 #[inline]
 unsafe fn free<P: Copy>(ptr: P, finish: unsafe fn(Raw), direct: unsafe fn(P)) {
-    let queued = QUEUE.try_with(|q| {
-        if q.draining.get() {
-            q.push(ptr, finish);
-        } else {
-            // SAFETY: forwarded from the caller.
-            as_drainer(q, || unsafe { direct(ptr) });
+    let depth = DEPTH.with(Cell::get);
+    if depth == 0 {
+        // SAFETY: forwarded from the caller.
+        as_drainer(|| unsafe { direct(ptr) });
+    } else if depth < MAX_DEPTH {
+        DEPTH.with(|d| d.set(depth + 1));
+        // SAFETY: forwarded from the caller.
+        let run = panic::catch_unwind(AssertUnwindSafe(|| unsafe { direct(ptr) }));
+        DEPTH.with(|d| d.set(depth));
+        if let Err(payload) = run {
+            keep_panic(payload);
         }
-    });
-    if queued.is_err() {
+    } else if QUEUE.try_with(|q| q.push(ptr, finish)).is_err() {
         // The thread's queue is gone (thread-local destruction): free in
         // place. Only destructors running at thread exit get here.
         // SAFETY: forwarded from the caller.
@@ -243,20 +280,22 @@ pub(crate) unsafe fn free_object(object: Object) {
 /// Runs `f` as the drainer if none is running (then frees everything queued
 /// meanwhile); inside a running drainer, just runs `f`.
 ///
-/// Panics from `f` or from queued drops propagate after the queue is empty.
+/// Panics from `f` or from nested drops propagate after the queue is empty.
 pub(crate) fn batch<R>(f: impl FnOnce() -> R) -> R {
-    match QUEUE.try_with(|q| q.draining.get()) {
-        Ok(false) => QUEUE.with(|q| as_drainer(q, f)),
-        _ => f(),
+    if DEPTH.with(Cell::get) == 0 {
+        as_drainer(f)
+    } else {
+        f()
     }
 }
 
-fn as_drainer<R>(q: &Queue, f: impl FnOnce() -> R) -> R {
-    q.draining.set(true);
-    let drainer = Drainer(q);
+fn as_drainer<R>(f: impl FnOnce() -> R) -> R {
+    DEPTH.with(|d| d.set(1));
+    let unwinding = Drainer;
     let result = f();
-    let panic = q.drain();
-    drop(drainer);
+    let panic = QUEUE.try_with(Queue::drain).ok().flatten();
+    core::mem::forget(unwinding);
+    DEPTH.with(|d| d.set(0));
     if let Some(payload) = panic {
         panic::resume_unwind(payload);
     }
