@@ -26,8 +26,9 @@
 //!
 //! A panic in a value's `Drop` never crosses another object's drop glue:
 //! each nested free catches it and keeps it, the drainer keeps freeing the
-//! rest of the stack and re-raises the first panic at the end; the object
-//! whose `Drop` panicked keeps its memory (a leak, never a use after free).
+//! rest of the stack and re-raises the first panic at the end. The memory of
+//! an object whose `Drop` panicked is released all the same: unwinding has
+//! dropped the value's fields, so the value counts as dropped.
 
 use core::cell::{Cell, UnsafeCell};
 use core::mem::{align_of, size_of, MaybeUninit};
@@ -267,11 +268,19 @@ pub(crate) unsafe fn free_object(object: Object) {
     /// # Safety
     /// As `finish_object`, not queued.
     unsafe fn direct_object(object: Object) {
-        // SAFETY: forwarded from `free_object`'s caller.
-        unsafe {
-            header::drop_value_erased(object);
-            header::release_weak_object(object);
+        /// Releases the strong side's weak reference when dropped, also
+        /// if the value's `Drop` panics (its fields are dropped then).
+        struct Release(Object);
+        impl Drop for Release {
+            fn drop(&mut self) {
+                // SAFETY: runs once, after the value's drop (finished or
+                // unwound); the caller gave up the last strong reference.
+                unsafe { header::release_weak_object(self.0) }
+            }
         }
+        let _release = Release(object);
+        // SAFETY: forwarded from `free_object`'s caller.
+        unsafe { header::drop_value_erased(object) }
     }
     // SAFETY: forwarded.
     unsafe { free(object, finish_object, direct_object) }

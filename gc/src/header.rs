@@ -468,18 +468,27 @@ pub(crate) fn box_layout(value: Layout, has_meta: bool, prefix_words: usize) -> 
     }
 }
 
-/// Drops the value and releases the strong side's weak reference.
+/// Drops the value and releases the strong side's weak reference, also if
+/// the value's `Drop` panics: unwinding has then dropped its fields, and the
+/// value counts as dropped.
 ///
 /// # Safety
 /// The strong count is zero, the value alive and referenced by nobody;
 /// it is dropped exactly once. `has_meta` is the object's kind.
 #[inline]
 pub(crate) unsafe fn finish<T: ?Sized + Pointee>(ptr: NonNull<RcBox<T>>, has_meta: bool) {
-    // SAFETY: guaranteed by the caller.
-    unsafe {
-        ptr::drop_in_place(ptr::addr_of_mut!((*ptr.as_ptr()).value));
-        release_weak(ptr, has_meta);
+    /// Releases the strong side's weak reference when dropped.
+    struct Release<T: ?Sized + Pointee>(NonNull<RcBox<T>>, bool);
+    impl<T: ?Sized + Pointee> Drop for Release<T> {
+        fn drop(&mut self) {
+            // SAFETY: runs once, after the value's drop (finished or
+            // unwound); `finish`'s caller gave up the last strong reference.
+            unsafe { release_weak(self.0, self.1) }
+        }
     }
+    let _release = Release(ptr, has_meta);
+    // SAFETY: guaranteed by the caller.
+    unsafe { ptr::drop_in_place(ptr::addr_of_mut!((*ptr.as_ptr()).value)) }
 }
 
 /// The address one word before `ptr`, with `ptr`'s provenance.

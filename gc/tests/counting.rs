@@ -210,8 +210,7 @@ macro_rules! bomb {
                         children: vec![leaf, chain],
                     });
                 }
-                let result =
-                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(chain)));
+                let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(chain)));
                 assert!(result.is_err(), "a destructor's panic is re-raised");
                 assert_eq!(DROPS.with(|d| d.get()), 2 * len - 1);
             }
