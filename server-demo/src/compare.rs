@@ -190,7 +190,8 @@ pub struct Run {
     pub stats_before: ServerStats,
     /// `/stats` after the measured load.
     pub stats_after: ServerStats,
-    /// Time in the collector over server CPU time, during the measured load.
+    /// CPU time in the collector (`total_pause_cpu_s`) over server CPU
+    /// time, during the measured load.
     pub collector_share: f64,
     /// Server CPU time (user + system) per request answered, during the
     /// measured load, in µs. Less sensitive than req/s to other jobs on the
@@ -256,7 +257,8 @@ pub struct Summary {
     /// Median objects traced by the collector per request answered.
     #[serde(default)]
     pub traced_per_request: f64,
-    /// Median share of server CPU time spent in the collector.
+    /// Median share of server CPU time spent in the collector (its CPU
+    /// time, not its wall-clock pauses).
     pub collector_share: f64,
     /// Median server CPU time per request, µs.
     pub server_cpu_us_per_request: f64,
@@ -520,7 +522,8 @@ fn run_one(variant: Variant, round: u32, args: &CompareArgs) -> anyhow::Result<R
         .collect();
     let growth = slope(&measured) * 60.0;
     let cpu = stats_after.cpu_s - stats_before.cpu_s;
-    let pause = stats_after.total.total_pause_s - stats_before.total.total_pause_s;
+    // CPU time, not wall time: a preempted collection is not collector work.
+    let pause = stats_after.total.total_pause_cpu_s - stats_before.total.total_pause_cpu_s;
     let collector_share = if cpu > 0.0 {
         (pause / cpu).clamp(0.0, 1.0)
     } else {
@@ -762,7 +765,7 @@ pub fn render_table(
             ""
         }
     );
-    out.push_str("| mode | req/s | vs arc-weak | vs arc | latency avg | latency p99 | peak RSS | RSS growth | live at end | freed by collector | collections | collector time | server CPU/request | CPU/request vs arc-weak |\n");
+    out.push_str("| mode | req/s | vs arc-weak | vs arc | latency avg | latency p99 | peak RSS | RSS growth | live at end | freed by collector | collections | collector CPU | server CPU/request | CPU/request vs arc-weak |\n");
     out.push_str("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     let ratio = |r: Option<f64>| r.map_or("–".to_owned(), |r| format!("{r:.2}×"));
     for s in summary {

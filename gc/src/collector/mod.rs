@@ -55,13 +55,13 @@ use core::cell::{Cell, RefCell};
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::panic::{self, AssertUnwindSafe};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use self::graph::Graph;
 use crate::drop_queue;
 use crate::header::{self, Header, BUFFERED, DEAD, IN_GRAPH, OLD};
 use crate::policy::Policy;
-use crate::stats::Stats;
+use crate::stats::{PauseTimer, Stats};
 #[cfg(doc)]
 use crate::trace::Trace;
 
@@ -160,6 +160,7 @@ struct State {
     promoted: u64,
     total_pause: Duration,
     max_pause: Duration,
+    total_pause_cpu: Duration,
 }
 
 impl Default for State {
@@ -184,6 +185,7 @@ impl Default for State {
             promoted: 0,
             total_pause: Duration::ZERO,
             max_pause: Duration::ZERO,
+            total_pause_cpu: Duration::ZERO,
         }
     }
 }
@@ -477,7 +479,7 @@ fn run(kind: Kind) {
         }
     }
     let running = Running;
-    let start = Instant::now();
+    let timer = PauseTimer::start();
     let taken = STATE.try_with(|state| {
         let mut state = state.borrow_mut();
         let promote = state.policy == Policy::Adaptive;
@@ -514,11 +516,12 @@ fn run(kind: Kind) {
     graph.garbage.clear();
     graph.held.clear();
     roots.clear();
-    let pause = start.elapsed();
+    let (pause, cpu) = timer.stop();
     STATE.with(|state| {
         let mut state = state.borrow_mut();
         state.spare = roots;
         state.graph = graph;
+        state.total_pause_cpu += cpu;
         state.account(kind, verdict.traced, freed, verdict.promoted, pause);
     });
     drop(running);
@@ -657,6 +660,7 @@ pub fn stats() -> Stats {
         stats.promoted = state.promoted;
         stats.total_pause = state.total_pause;
         stats.max_pause = state.max_pause;
+        stats.total_pause_cpu = state.total_pause_cpu;
     });
     stats
 }
