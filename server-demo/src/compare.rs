@@ -36,6 +36,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::child::ServerChild;
 use crate::load::{self, LoadReport, Target};
+use crate::locked_alloc::Allocator;
 use crate::mode::{Defects, Mode, Runtime, Variant};
 use crate::stats::ServerStats;
 
@@ -120,6 +121,11 @@ pub struct CompareArgs {
     /// Load-generator threads.
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..=256))]
     pub load_threads: u16,
+    /// The servers' allocator (every mode the same; passed to them as
+    /// `SERVER_DEMO_ALLOCATOR`): glibc's malloc, or mimalloc, whose
+    /// per-thread free lists absorb the collectors' batched frees.
+    #[arg(long, value_enum, default_value = "system")]
+    pub allocator: Allocator,
     /// Directory for results.json and chart.svg.
     #[arg(long, default_value = "target/compare")]
     pub out: PathBuf,
@@ -316,6 +322,9 @@ pub struct Config {
     pub runtimes: Vec<Runtime>,
     /// Server threads.
     pub threads: u16,
+    /// The servers' allocator.
+    #[serde(default)]
+    pub allocator: Allocator,
     /// Connections.
     pub connections: u32,
     /// Measured seconds per run.
@@ -408,6 +417,7 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<()> {
             nofile_limit: Some(nofile),
             runtimes: first_occurrences(&args.runtimes),
             threads: args.threads,
+            allocator: args.allocator,
             connections,
             duration_s: duration.as_secs_f64(),
             warmup_s: args.warmup.as_secs_f64(),
@@ -487,7 +497,7 @@ impl Sampler {
 
 fn run_one(variant: Variant, round: u32, args: &CompareArgs) -> anyhow::Result<Run> {
     let (connections, duration) = (args.connections(), args.duration());
-    let mut child = ServerChild::start(variant, args.threads)?;
+    let mut child = ServerChild::start(variant, args.threads, args.allocator)?;
     let sampler = Sampler::start(child.pid());
     let url = format!("http://{}/", child.addr);
     let target = Target::parse(&url)?;
@@ -751,11 +761,12 @@ pub fn render_table(
     duration: Duration,
 ) -> String {
     let mut out = format!(
-        "\n{} CPUs ({}), Linux {}; server {} threads; {} connections, {:?} per run, {} round(s), medians{}\n\n",
+        "\n{} CPUs ({}), Linux {}; server {} threads, allocator {}; {} connections, {:?} per run, {} round(s), medians{}\n\n",
         machine.cpus,
         machine.cpu_model,
         machine.kernel,
         args.threads,
+        args.allocator.name(),
         connections,
         duration,
         args.repeat,

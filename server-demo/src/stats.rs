@@ -123,6 +123,9 @@ pub struct ServerStats {
     pub policy: Option<String>,
     /// Nodes in each thread's application document.
     pub document_nodes: usize,
+    /// The process's allocator (`SERVER_DEMO_ALLOCATOR`).
+    #[serde(default)]
+    pub allocator: crate::locked_alloc::Allocator,
     /// Per worker thread (per-thread runtime); empty for the work-stealing
     /// runtime, whose thread-safe collector keeps process-wide statistics
     /// only.
