@@ -215,15 +215,21 @@ impl<T: Trace> DynTrace for T {
 /// Only for trait objects whose [`Pointee`] impl forwards to [`DynTrace`].
 pub unsafe trait CoerceTarget: Pointee {}
 
-/// Declares `dyn Trait` (for a trait with [`DynTrace`] as a supertrait) as
-/// something a [`Gc`](crate::Gc), [`Rc`](crate::Rc) or weak handle can point
-/// to: implements [`Trace`] for it (tracing the concrete value),
-/// [`Pointee`] and [`CoerceTarget`]. See the [module docs](crate::unsize).
+/// Declares `dyn Trait` and `dyn Trait + Send + Sync` (for a trait with
+/// [`DynTrace`] as a supertrait) as something a [`Gc`](crate::Gc),
+/// [`Rc`](crate::Rc), weak handle, or [`sync`](crate::sync) pointer (with
+/// `+ Send + Sync`) can point to: implements [`Trace`] for both (tracing the
+/// concrete value), [`Pointee`] and [`CoerceTarget`]. See the
+/// [module docs](crate::unsize).
 #[macro_export]
 macro_rules! dyn_trace {
     ($trait:path) => {
+        $crate::dyn_trace!(@object dyn $trait);
+        $crate::dyn_trace!(@object dyn $trait + ::core::marker::Send + ::core::marker::Sync);
+    };
+    (@object $object:ty) => {
         // SAFETY: traces the concrete value through its own `Trace` impl.
-        unsafe impl $crate::Trace for dyn $trait {
+        unsafe impl $crate::Trace for $object {
             const MAY_CONTAIN_GC: bool = true;
             fn trace(&self, tracer: &mut $crate::Tracer<'_>) {
                 $crate::unsize::DynTrace::__dyn_trace(self, tracer)
@@ -231,7 +237,7 @@ macro_rules! dyn_trace {
         }
         // SAFETY: candidacy is read from the object, the operations come
         // from the concrete type through the trait object's vtable.
-        unsafe impl $crate::unsize::Pointee for dyn $trait {
+        unsafe impl $crate::unsize::Pointee for $object {
             const __CANDIDATE: bool = true;
             const __DYNAMIC: bool = true;
             #[allow(unsafe_code)]
@@ -247,7 +253,7 @@ macro_rules! dyn_trace {
             }
         }
         // SAFETY: the `Pointee` impl above forwards to `DynTrace`.
-        unsafe impl $crate::unsize::CoerceTarget for dyn $trait {}
+        unsafe impl $crate::unsize::CoerceTarget for $object {}
     };
 }
 

@@ -70,18 +70,18 @@ unsafe fn trace_value<T: Trace>(header: NonNull<Header>, tracer: &mut Tracer<'_>
 /// let mut r: Gc<Reader<'_>> = Gc::new(Reader(&EMPTY));
 /// Gc::get_mut(&mut r).unwrap().0 = &s;
 /// ```
-pub struct Gc<T: Trace> {
+pub struct Gc<T: ?Sized + Trace> {
     ptr: NonNull<Inner<T>>,
     _owns: PhantomData<Inner<T>>,
 }
 
 // SAFETY: like `Arc<T>`: handles on several threads share `&T` (needs
 // `Sync`) and the last one may drop `T` on any thread (needs `Send`).
-unsafe impl<T: Trace + Send + Sync> Send for Gc<T> {}
+unsafe impl<T: ?Sized + Trace + Send + Sync> Send for Gc<T> {}
 // SAFETY: see `Send`.
-unsafe impl<T: Trace + Send + Sync> Sync for Gc<T> {}
+unsafe impl<T: ?Sized + Trace + Send + Sync> Sync for Gc<T> {}
 
-impl<T: Trace> Gc<T> {
+impl<T: ?Sized + Trace> Gc<T> {
     /// The value, or `None` if the collector has collected its cycle (only
     /// possible for a handle that a destructor of that cycle stored away).
     #[inline]
@@ -97,7 +97,7 @@ impl<T: Trace> Gc<T> {
     }
 }
 
-impl<T: Trace> Drop for Gc<T> {
+impl<T: ?Sized + Trace> Drop for Gc<T> {
     #[inline]
     fn drop(&mut self) {
         let header = self.ptr.cast::<Header>();
@@ -113,7 +113,7 @@ impl<T: Trace> Drop for Gc<T> {
     }
 }
 
-impl<T: Trace> core::ops::Deref for Gc<T> {
+impl<T: ?Sized + Trace> core::ops::Deref for Gc<T> {
     type Target = T;
 
     /// # Panics
@@ -140,7 +140,7 @@ fn dead() -> ! {
 // reference in its count, which is always safe (reporting fewer pointers
 // only makes the collector more conservative); the same as the
 // single-threaded `Gc`.
-unsafe impl<T: Trace> Trace for Gc<T> {
+unsafe impl<T: ?Sized + Trace> Trace for Gc<T> {
     #[inline]
     fn trace(&self, tracer: &mut Tracer<'_>) {
         if T::MAY_CONTAIN_GC {
@@ -150,7 +150,7 @@ unsafe impl<T: Trace> Trace for Gc<T> {
 }
 
 /// A weak handle to a [`Gc`] object: does not keep it alive.
-pub struct Weak<T: Trace> {
+pub struct Weak<T: ?Sized + Trace> {
     ptr: Option<NonNull<Inner<T>>>,
     _owns: PhantomData<Inner<T>>,
 }
@@ -158,8 +158,15 @@ pub struct Weak<T: Trace> {
 super::shared::shared_pointer!(
     Gc,
     Weak,
-    [Trace],
+    [?Sized + Trace],
     [Trace + Send + Sync + 'static],
     &VTables::<T>::GC
 );
-super::forward::forward_traits!(Gc, [Trace], [Trace + Send + Sync + 'static]);
+super::forward::forward_traits!(Gc, [?Sized + Trace], [Trace + Send + Sync + 'static]);
+super::unsize::unsized_pointer!(
+    Gc,
+    Weak,
+    [?Sized + Trace],
+    [Trace + Send + Sync + 'static],
+    GC
+);

@@ -259,6 +259,7 @@ mod prim;
 pub mod rc;
 mod shared;
 mod state;
+mod unsize;
 
 #[cfg(not(loom))]
 pub use background::{collector_mode, set_collector_mode, stop_collector_thread, CollectorMode};

@@ -40,6 +40,30 @@ macro_rules! shared_pointer {
             }
         }
 
+        impl<T: $($base)*> $Strong<T>
+        where
+            T: Sized,
+        {
+            /// The value, if this is the only strong handle; otherwise the
+            /// handle.
+            pub fn try_unwrap(this: Self) -> Result<T, Self> {
+                let Some(old) = this.header().take_unique() else {
+                    return Err(this);
+                };
+                let ptr = this.ptr;
+                core::mem::forget(this);
+                // SAFETY: we moved the count from one to zero: the value is ours.
+                let value =
+                    unsafe { core::mem::ManuallyDrop::take(&mut *(*ptr.as_ptr()).value.get()) };
+                // SAFETY: we performed the transition to zero (see `GraphSlot`).
+                let old_gen = unsafe { (*ptr.as_ptr()).header.generation.is_old() };
+                $crate::sync::state::count_freed_by_rc(old_gen);
+                // SAFETY: the value is gone and we performed the transition to zero.
+                unsafe { $crate::sync::header::Header::finish_value(ptr.cast(), old) };
+                Ok(value)
+            }
+        }
+
         impl<T: $($base)*> $Strong<T> {
             fn from_inner(ptr: core::ptr::NonNull<$crate::sync::header::Inner<T>>) -> Self {
                 $Strong {
@@ -53,15 +77,16 @@ macro_rules! shared_pointer {
                 unsafe { &self.ptr.as_ref().header }
             }
 
-            /// Whether both handles point to the same object.
+            /// Whether both handles point to the same object (addresses only:
+            /// the metadata of trait objects is not compared, as in `Arc`).
             pub fn ptr_eq(a: &Self, b: &Self) -> bool {
-                a.ptr == b.ptr
+                core::ptr::addr_eq(a.ptr.as_ptr(), b.ptr.as_ptr())
             }
 
             /// A raw pointer to the value.
             pub fn as_ptr(this: &Self) -> *const T {
                 // SAFETY: the allocation is alive; no reference is created.
-                unsafe { (*this.ptr.as_ptr()).value.get().cast::<T>() }
+                unsafe { (*this.ptr.as_ptr()).value.get() as *const T }
             }
 
             /// The number of strong handles (for a `sync::Gc`, a running
@@ -105,25 +130,6 @@ macro_rules! shared_pointer {
                     None
                 }
             }
-
-            /// The value, if this is the only strong handle; otherwise the
-            /// handle.
-            pub fn try_unwrap(this: Self) -> Result<T, Self> {
-                let Some(old) = this.header().take_unique() else {
-                    return Err(this);
-                };
-                let ptr = this.ptr;
-                core::mem::forget(this);
-                // SAFETY: we moved the count from one to zero: the value is ours.
-                let value =
-                    unsafe { core::mem::ManuallyDrop::take(&mut *(*ptr.as_ptr()).value.get()) };
-                // SAFETY: we performed the transition to zero (see `GraphSlot`).
-                let old_gen = unsafe { (*ptr.as_ptr()).header.generation.is_old() };
-                $crate::sync::state::count_freed_by_rc(old_gen);
-                // SAFETY: the value is gone and we performed the transition to zero.
-                unsafe { $crate::sync::header::Header::finish_value(ptr.cast(), old) };
-                Ok(value)
-            }
         }
 
         impl<T: $($base)*> Clone for $Strong<T> {
@@ -161,7 +167,10 @@ macro_rules! shared_pointer {
 
             /// Whether both point to the same object (two `new()` are equal).
             pub fn ptr_eq(a: &Self, b: &Self) -> bool {
-                a.ptr == b.ptr
+                match (a.ptr, b.ptr) {
+                    (Some(a), Some(b)) => core::ptr::addr_eq(a.as_ptr(), b.as_ptr()),
+                    (a, b) => a.is_none() && b.is_none(),
+                }
             }
 
             /// Strong handles of the object (0 once dropped or collected).
