@@ -1,5 +1,8 @@
 //! Unsized values: `Gc<str>`, `Gc<[T]>` and `Gc<dyn Trait>` (and the same
-//! for [`Rc`](crate::Rc) and the weak handles).
+//! for [`Rc`](crate::Rc) and the weak handles). The thread-safe pointers
+//! have them too, with the same constructors and macros, as
+//! `sync::Gc<dyn Trait + Send + Sync>` (see the
+//! [`sync` docs](crate::sync#unsized-values)).
 //!
 //! * `str` and `[T]`: built with `From<&str>`, `From<String>`,
 //!   `From<Box<str>>`, `From<Vec<T>>`, `From<&[T]>` (`T: Clone`),

@@ -382,7 +382,10 @@ fn coerced_handles_share_counts_and_weak_handles_coerce() {
     assert!(Gc::ptr_eq(&weak.upgrade().unwrap(), &shape));
     let none: WeakObj = coerce!(Weak::<Dot>::new() => dyn Shape + Send + Sync);
     assert!(none.upgrade().is_none());
-    assert!(Weak::ptr_eq(&none, &WeakObj::new()));
+    assert!(Weak::ptr_eq(
+        &none,
+        &coerce!(Weak::<Group>::new() => dyn Shape + Send + Sync)
+    ));
     // Without `Send + Sync`: a handle for one thread.
     let local: Gc<dyn Shape> = coerce!(group.clone() => dyn Shape);
     assert_eq!(local.tag().check(), 0);
@@ -645,7 +648,7 @@ fn threads_collect_exactly_the_unreachable_trait_objects_and_slices() {
 #[cfg(feature = "nightly")]
 #[test]
 fn implicit_coercion_on_nightly() {
-    let world = World::new(4, 0);
+    let world = World::new(8, 0);
     let a: Obj = Gc::new(Group {
         tag: world.tag().unwrap(),
         members: Mutex::new(Vec::new()),
@@ -659,8 +662,24 @@ fn implicit_coercion_on_nightly() {
     let r: Rc<[u16]> = Rc::new([1u16, 2, 3]);
     assert_eq!((s.len(), &r[..]), (2, &[1u16, 2, 3][..]));
     let w = Gc::downgrade(&a);
-    drop((a, b, s, r));
+    // Weak handles too, `new()`'s included.
+    let never: WeakObj = Weak::<Dot>::new();
+    assert!(never.upgrade().is_none());
+    let dot = Gc::new(Dot {
+        tag: world.tag().unwrap(),
+    });
+    let dot_weak: Weak<Dot> = Gc::downgrade(&dot);
+    let dot_weak: WeakObj = dot_weak;
+    assert_eq!(id(&dot_weak.upgrade().unwrap()), 2);
+    let rc = Rc::new(Dot {
+        tag: world.tag().unwrap(),
+    });
+    let rc_weak: recycler::sync::rc::Weak<Dot> = Rc::downgrade(&rc);
+    let rc_weak: recycler::sync::rc::Weak<dyn Shape + Send + Sync> = rc_weak;
+    drop(rc);
+    assert!(rc_weak.upgrade().is_none());
+    drop((a, b, s, r, dot));
     collect();
-    assert!(w.upgrade().is_none());
-    assert_eq!(world.dropped.load(SeqCst), 2);
+    assert!(w.upgrade().is_none() && dot_weak.upgrade().is_none());
+    assert_eq!(world.dropped.load(SeqCst), 4);
 }

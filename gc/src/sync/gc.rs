@@ -151,7 +151,9 @@ unsafe impl<T: ?Sized + Trace> Trace for Gc<T> {
 
 /// A weak handle to a [`Gc`] object: does not keep it alive.
 pub struct Weak<T: ?Sized + Trace> {
-    ptr: Option<NonNull<Inner<T>>>,
+    /// `unsize::dangling()` for `Weak::new()`: a bare pointer rather than
+    /// an `Option`, so that it can unsize (`CoerceUnsized`), as in `std`.
+    ptr: NonNull<Inner<T>>,
     _owns: PhantomData<Inner<T>>,
 }
 

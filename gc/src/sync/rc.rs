@@ -117,7 +117,9 @@ unsafe impl<T: ?Sized> Trace for Rc<T> {
 
 /// A weak handle to an [`Rc`] object.
 pub struct Weak<T: ?Sized> {
-    ptr: Option<NonNull<Inner<T>>>,
+    /// `unsize::dangling()` for `Weak::new()`: a bare pointer rather than
+    /// an `Option`, so that it can unsize (`CoerceUnsized`), as in `std`.
+    ptr: NonNull<Inner<T>>,
     _owns: PhantomData<Inner<T>>,
 }
 

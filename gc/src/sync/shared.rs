@@ -4,7 +4,8 @@
 
 /// `shared_pointer!(Strong, Weak, [base bounds], [constructor bounds], vtable)`
 /// for `struct Strong<T> { ptr: NonNull<Inner<T>>, _owns }` and
-/// `struct Weak<T> { ptr: Option<NonNull<Inner<T>>>, _owns }`.
+/// `struct Weak<T> { ptr: NonNull<Inner<T>>, _owns }` (whose `ptr` is
+/// [`dangling`](super::unsize::dangling) for `Weak::new()`).
 macro_rules! shared_pointer {
     ($Strong:ident, $Weak:ident, [$($base:tt)*], [$($new:tt)*], $vtable:expr) => {
         impl<T: $($new)*> $Strong<T> {
@@ -25,7 +26,7 @@ macro_rules! shared_pointer {
                 // Owns the initial weak reference; if `f` panics it frees the
                 // memory (the value was never written).
                 let weak = $Weak {
-                    ptr: Some(ptr),
+                    ptr,
                     _owns: core::marker::PhantomData,
                 };
                 let value = f(&weak);
@@ -104,7 +105,7 @@ macro_rules! shared_pointer {
             pub fn downgrade(this: &Self) -> $Weak<T> {
                 this.header().inc_weak();
                 $Weak {
-                    ptr: Some(this.ptr),
+                    ptr: this.ptr,
                     _owns: core::marker::PhantomData,
                 }
             }
@@ -145,32 +146,40 @@ macro_rules! shared_pointer {
         // SAFETY: see `Send`.
         unsafe impl<T: $($base)* + Send + Sync> Sync for $Weak<T> {}
 
-        impl<T: $($base)*> $Weak<T> {
+        impl<T: $($base)*> $Weak<T>
+        where
+            T: Sized,
+        {
             /// A weak handle that never upgrades.
             pub const fn new() -> Self {
                 $Weak {
-                    ptr: None,
+                    ptr: $crate::sync::unsize::dangling(),
                     _owns: core::marker::PhantomData,
                 }
+            }
+        }
+
+        impl<T: $($base)*> $Weak<T> {
+            /// The object, unless this handle was made by `new()`.
+            fn inner(&self) -> Option<core::ptr::NonNull<$crate::sync::header::Inner<T>>> {
+                (!$crate::sync::unsize::is_dangling(self.ptr)).then_some(self.ptr)
             }
 
             fn header(&self) -> Option<&$crate::sync::header::Header> {
                 // SAFETY: a weak handle keeps the header alive.
-                self.ptr.map(|ptr| unsafe { &(*ptr.as_ptr()).header })
+                self.inner().map(|ptr| unsafe { &(*ptr.as_ptr()).header })
             }
 
             /// A strong handle, unless the object was dropped or collected.
             pub fn upgrade(&self) -> Option<$Strong<T>> {
-                let ptr = self.ptr?;
+                let ptr = self.inner()?;
                 self.header()?.upgrade().then(|| $Strong::from_inner(ptr))
             }
 
-            /// Whether both point to the same object (two `new()` are equal).
+            /// Whether both point to the same object (two `new()` are equal;
+            /// addresses only, as in `std::sync::Weak`).
             pub fn ptr_eq(a: &Self, b: &Self) -> bool {
-                match (a.ptr, b.ptr) {
-                    (Some(a), Some(b)) => core::ptr::addr_eq(a.as_ptr(), b.as_ptr()),
-                    (a, b) => a.is_none() && b.is_none(),
-                }
+                core::ptr::addr_eq(a.ptr.as_ptr(), b.ptr.as_ptr())
             }
 
             /// Strong handles of the object (0 once dropped or collected).
@@ -186,7 +195,10 @@ macro_rules! shared_pointer {
             }
         }
 
-        impl<T: $($base)*> Default for $Weak<T> {
+        impl<T: $($base)*> Default for $Weak<T>
+        where
+            T: Sized,
+        {
             fn default() -> Self {
                 $Weak::new()
             }
@@ -206,7 +218,7 @@ macro_rules! shared_pointer {
 
         impl<T: $($base)*> Drop for $Weak<T> {
             fn drop(&mut self) {
-                if let Some(ptr) = self.ptr {
+                if let Some(ptr) = self.inner() {
                     // SAFETY: we own one weak reference.
                     unsafe { $crate::sync::header::Header::release_weak(ptr.cast()) };
                 }

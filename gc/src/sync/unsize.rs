@@ -59,6 +59,22 @@ pub(crate) unsafe fn coerce_inner<T, U: ?Sized>(
     unsafe { NonNull::new_unchecked(fat) }
 }
 
+/// The address of `Weak::new()`'s handle: no allocation can have it (an
+/// object is more than one byte long).
+const DANGLING: usize = usize::MAX;
+
+/// The pointer of `Weak::new()`'s handle, never dereferenced.
+pub(crate) const fn dangling<T>() -> NonNull<Inner<T>> {
+    // SAFETY: `DANGLING` is not null. The pointer has no provenance and is
+    // only compared (`is_dangling`), never dereferenced.
+    unsafe { NonNull::new_unchecked(ptr::null_mut::<u8>().wrapping_add(DANGLING).cast()) }
+}
+
+/// Whether a weak handle's pointer is [`dangling`] (possibly unsized since).
+pub(crate) fn is_dangling<T: ?Sized>(ptr: NonNull<Inner<T>>) -> bool {
+    ptr.as_ptr() as *const u8 as usize == DANGLING
+}
+
 /// The vtables of slice objects of `T` (allocated by [`from_vec`]).
 pub(crate) struct SliceVTables<T>(PhantomData<T>);
 
@@ -229,6 +245,14 @@ macro_rules! unsized_pointer {
         {
         }
 
+        #[cfg(feature = "nightly")]
+        impl<T, U> core::ops::CoerceUnsized<$Weak<U>> for $Weak<T>
+        where
+            T: $($base)* + core::marker::Unsize<U>,
+            U: $($base)*,
+        {
+        }
+
         impl<T: $($base)*> $crate::unsize::Coerce for $Strong<T>
         where
             T: Sized,
@@ -263,11 +287,11 @@ macro_rules! unsized_pointer {
             ) -> $Weak<U> {
                 let this = core::mem::ManuallyDrop::new(self);
                 $Weak {
-                    // SAFETY: forwarded; the weak reference (if any) moves
-                    // to the new handle.
-                    ptr: this
-                        .ptr
-                        .map(|ptr| unsafe { $crate::sync::unsize::coerce_inner(ptr, unsize) }),
+                    // SAFETY: forwarded (`coerce_inner` only attaches the
+                    // metadata, so the dangling pointer of `new()` stays
+                    // dangling); the weak reference, if any, moves to the new
+                    // handle.
+                    ptr: unsafe { $crate::sync::unsize::coerce_inner(this.ptr, unsize) },
                     _owns: core::marker::PhantomData,
                 }
             }
