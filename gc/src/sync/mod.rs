@@ -132,6 +132,24 @@
 //! assert!(weak.upgrade().is_none());
 //! ```
 //!
+//! A handle to `dyn Trait` without `+ Send + Sync` is allowed (the value
+//! itself was `Send + Sync` when it was allocated, so the collector may
+//! still drop it on any thread), but it stays on its thread:
+//!
+//! ```compile_fail,E0277
+//! use recycler::sync::Gc;
+//! use recycler::{coerce, dyn_trace, unsize::DynTrace, Trace};
+//!
+//! trait Job: DynTrace {}
+//! dyn_trace!(Job);
+//! #[derive(Trace)]
+//! struct Nop;
+//! impl Job for Nop {}
+//!
+//! let job: Gc<dyn Job> = coerce!(Gc::new(Nop) => dyn Job);
+//! std::thread::spawn(move || drop(job));
+//! ```
+//!
 //! # Soundness
 //!
 //! *Closure at one instant.* Let `t*` be the moment, during the Σ-test of a
