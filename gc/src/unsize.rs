@@ -317,3 +317,66 @@ pub trait Coerce: Sized {
         unsize: impl FnOnce(*const Self::Value) -> *const U,
     ) -> Self::Output<U>;
 }
+
+/// Moves the elements of `vec` to `dst` and frees the vector's buffer.
+///
+/// # Safety
+/// `dst` is valid for writing `vec.len()` elements and does not overlap the
+/// vector's buffer.
+pub(crate) unsafe fn move_elements<T>(vec: Vec<T>, dst: *mut T) {
+    let mut vec = core::mem::ManuallyDrop::new(vec);
+    // SAFETY: guaranteed by the caller. The elements are moved: the vector
+    // is then freed with a length of zero, so they are not dropped twice.
+    unsafe {
+        core::ptr::copy_nonoverlapping(vec.as_ptr(), dst, vec.len());
+        vec.set_len(0);
+        core::mem::ManuallyDrop::drop(&mut vec);
+    }
+}
+
+/// `conversions!(Strong, [element bounds])`: the conversions into handles
+/// of every pointer type (single-threaded and [`sync`](crate::sync)) that
+/// follow from its `From<Vec<T>>`, `From<&str>` and `new`.
+macro_rules! conversions {
+    ($Strong:ident, [$($elem:tt)*]) => {
+        impl<T: $($elem)* + Clone> From<&[T]> for $Strong<[T]> {
+            /// Clones the elements into a new object.
+            fn from(slice: &[T]) -> Self {
+                $Strong::from(slice.to_vec())
+            }
+        }
+
+        impl<T: $($elem)*> From<Box<[T]>> for $Strong<[T]> {
+            fn from(slice: Box<[T]>) -> Self {
+                $Strong::from(slice.into_vec())
+            }
+        }
+
+        impl<T: $($elem)*> FromIterator<T> for $Strong<[T]> {
+            fn from_iter<I: IntoIterator<Item = T>>(iter: I) -> Self {
+                $Strong::from(iter.into_iter().collect::<Vec<T>>())
+            }
+        }
+
+        impl From<String> for $Strong<str> {
+            fn from(s: String) -> Self {
+                $Strong::from(s.as_str())
+            }
+        }
+
+        impl From<Box<str>> for $Strong<str> {
+            fn from(s: Box<str>) -> Self {
+                $Strong::from(&*s)
+            }
+        }
+
+        impl<T: $($elem)*> From<Box<T>> for $Strong<T> {
+            /// Moves the value out of the box into a new object.
+            fn from(value: Box<T>) -> Self {
+                $Strong::new(*value)
+            }
+        }
+    };
+}
+
+pub(crate) use conversions;

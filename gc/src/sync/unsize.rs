@@ -150,21 +150,10 @@ fn allocate_uninit<T>(len: usize, vtable: &'static VTable) -> NonNull<Inner<[T]>
 /// Moves the elements of `vec` into a new slice object with one strong
 /// reference (the caller wraps it in a handle).
 pub(crate) fn from_vec<T>(vec: Vec<T>, vtable: &'static VTable) -> NonNull<Inner<[T]>> {
-    let mut vec = core::mem::ManuallyDrop::new(vec);
-    let len = vec.len();
-    let ptr = allocate_uninit::<T>(len, vtable);
-    // SAFETY: the value field has room for `len` elements and does not
-    // overlap the vector's buffer. The elements are moved: the vector is
-    // then freed with a length of zero, so they are not dropped twice.
-    unsafe {
-        ptr::copy_nonoverlapping(
-            vec.as_ptr(),
-            ptr::addr_of_mut!((*ptr.as_ptr()).value).cast::<T>(),
-            len,
-        );
-        vec.set_len(0);
-        core::mem::ManuallyDrop::drop(&mut vec);
-    }
+    let ptr = allocate_uninit::<T>(vec.len(), vtable);
+    // SAFETY: the value field has room for `vec.len()` elements and is fresh
+    // memory.
+    unsafe { crate::unsize::move_elements(vec, ptr::addr_of_mut!((*ptr.as_ptr()).value).cast()) };
     super::state::count_allocated();
     ptr
 }
@@ -233,8 +222,10 @@ unsafe fn dealloc_slice<T>(header: NonNull<Header>) {
 
 /// `unsized_pointer!(Strong, Weak, [base bounds], [element bounds], KIND)`:
 /// coercions (`coerce!` and, with the `nightly` feature, `CoerceUnsized`)
-/// and the constructors of slices and strings, for the pointer types of
-/// `shared_pointer!`. `KIND` names the [`SliceVTables`] constant.
+/// and the constructors of slices and strings (`From<Vec<T>>` and
+/// `From<&str>`, and the rest through `unsize::conversions!`), for the
+/// pointer types of `shared_pointer!`. `KIND` names the [`SliceVTables`]
+/// constant.
 macro_rules! unsized_pointer {
     ($Strong:ident, $Weak:ident, [$($base:tt)*], [$($elem:tt)*], $KIND:ident) => {
         #[cfg(feature = "nightly")]
@@ -305,25 +296,6 @@ macro_rules! unsized_pointer {
             }
         }
 
-        impl<T: $($elem)* + Clone> From<&[T]> for $Strong<[T]> {
-            /// Clones the elements into a new object.
-            fn from(slice: &[T]) -> Self {
-                $Strong::from(slice.to_vec())
-            }
-        }
-
-        impl<T: $($elem)*> From<Box<[T]>> for $Strong<[T]> {
-            fn from(slice: Box<[T]>) -> Self {
-                $Strong::from(slice.into_vec())
-            }
-        }
-
-        impl<T: $($elem)*> FromIterator<T> for $Strong<[T]> {
-            fn from_iter<I: IntoIterator<Item = T>>(iter: I) -> Self {
-                $Strong::from(iter.into_iter().collect::<Vec<T>>())
-            }
-        }
-
         impl From<&str> for $Strong<str> {
             fn from(s: &str) -> Self {
                 let vtable = &$crate::sync::unsize::SliceVTables::<u8>::$KIND;
@@ -331,24 +303,7 @@ macro_rules! unsized_pointer {
             }
         }
 
-        impl From<String> for $Strong<str> {
-            fn from(s: String) -> Self {
-                $Strong::from(s.as_str())
-            }
-        }
-
-        impl From<Box<str>> for $Strong<str> {
-            fn from(s: Box<str>) -> Self {
-                $Strong::from(&*s)
-            }
-        }
-
-        impl<T: $($elem)*> From<Box<T>> for $Strong<T> {
-            /// Moves the value out of the box into a new object.
-            fn from(value: Box<T>) -> Self {
-                $Strong::new(*value)
-            }
-        }
+        $crate::unsize::conversions!($Strong, [$($elem)*]);
     };
 }
 
