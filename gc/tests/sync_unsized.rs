@@ -475,15 +475,26 @@ const OPS: usize = if cfg!(miri) { 100 } else { 6_000 };
 const CELLS: usize = if cfg!(miri) { 2 } else { 6 };
 const MAX_OBJECTS: usize = if cfg!(miri) { 200 } else { 30_000 };
 
+/// What a worker leaves: its roots, and the weak handles it made (to trait
+/// objects, with their ids, and to slice objects).
+#[derive(Default)]
+struct Left {
+    roots: Vec<Obj>,
+    weaks: Vec<(usize, WeakObj)>,
+    slices: Vec<Weak<[Obj]>>,
+}
+
 /// Random operations on shapes of all three kinds: links (through groups and
 /// through slice objects), unlinks, handles moved between threads through
 /// shared cells, walks, weak upgrades and collections. Returns the roots
 /// and the weak handles it made (to trait objects and to slice objects).
-fn worker(world: Arc<World>, seed: u64) -> (Vec<Obj>, Vec<(usize, WeakObj)>, Vec<Weak<[Obj]>>) {
+fn worker(world: Arc<World>, seed: u64) -> Left {
     let mut rng = SmallRng::seed_from_u64(seed);
-    let mut roots: Vec<Obj> = Vec::new();
-    let mut weaks: Vec<(usize, WeakObj)> = Vec::new();
-    let mut slices: Vec<Weak<[Obj]>> = Vec::new();
+    let Left {
+        mut roots,
+        mut weaks,
+        mut slices,
+    } = Left::default();
     let pick = |rng: &mut SmallRng, n: usize| {
         if rng.gen_bool(0.5) {
             n - 1 - rng.gen_range(0..n.min(8))
@@ -566,7 +577,11 @@ fn worker(world: Arc<World>, seed: u64) -> (Vec<Obj>, Vec<(usize, WeakObj)>, Vec
             _ => {}
         }
     }
-    (roots, weaks, slices)
+    Left {
+        roots,
+        weaks,
+        slices,
+    }
 }
 
 fn run(threads: usize, seed: u64) {
@@ -577,14 +592,16 @@ fn run(threads: usize, seed: u64) {
             std::thread::spawn(move || worker(world, seed + t as u64))
         })
         .collect();
-    let mut roots: Vec<Obj> = Vec::new();
-    let mut weaks: Vec<(usize, WeakObj)> = Vec::new();
-    let mut slices: Vec<Weak<[Obj]>> = Vec::new();
+    let Left {
+        mut roots,
+        mut weaks,
+        mut slices,
+    } = Left::default();
     for w in workers {
-        let (r, w, s) = w.join().unwrap();
-        roots.extend(r);
-        weaks.extend(w);
-        slices.extend(s);
+        let left = w.join().unwrap();
+        roots.extend(left.roots);
+        weaks.extend(left.weaks);
+        slices.extend(left.slices);
     }
     for cell in &world.cells {
         roots.extend(cell.lock().unwrap().take());
