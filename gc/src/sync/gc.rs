@@ -39,6 +39,9 @@ unsafe fn trace_value<T: Trace>(header: NonNull<Header>, tracer: &mut Tracer<'_>
 /// may trace and drop them on any thread. Interior mutability that can hold
 /// pointers must be a lock (`Mutex`/`RwLock` from `std` or `parking_lot`).
 ///
+/// `T` may be unsized: `Gc<str>`, `Gc<[T]>` and `Gc<dyn Trait + Send + Sync>`
+/// (see the [module docs](super#unsized-values)).
+///
 /// ```
 /// use recycler::sync::{collect, Gc};
 /// use std::sync::Mutex;

@@ -30,6 +30,9 @@ pub(super) unsafe fn no_trace(_: NonNull<Header>, _: &mut Tracer<'_>) {}
 
 /// A thread-safe reference-counted pointer that never collects cycles.
 ///
+/// `T` may be unsized (`Rc<str>`, `Rc<[T]>`, `Rc<dyn Trait + Send + Sync>`,
+/// see the [module docs](super#unsized-values)).
+///
 /// ```
 /// use recycler::sync::Rc;
 /// let a = Rc::new(5);
