@@ -21,6 +21,15 @@ use recycler::sync::{collect, collect_minor, Gc, Rc, Weak};
 use recycler::unsize::DynTrace;
 use recycler::{coerce, dyn_trace, Trace};
 
+/// Held by every test of this binary: a collection is process-wide, so a
+/// test's `collect()` would otherwise free (and drop, and re-raise the
+/// panics of) another test's garbage while that test counts its drops.
+/// The threads inside one test still run concurrently.
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static SERIAL: Mutex<()> = Mutex::new(());
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// Which ids are alive, and how many drops happened.
 struct World {
     alive: Vec<AtomicBool>,
@@ -222,6 +231,7 @@ fn fan(world: &Arc<World>) -> Option<Obj> {
 
 #[test]
 fn strings() {
+    let _serial = serial();
     let a: Gc<str> = Gc::from("hello");
     let b: Gc<str> = Gc::from(String::from("hello"));
     let c: Rc<str> = Rc::from(Box::<str>::from("héllo"));
@@ -254,6 +264,7 @@ struct Wide(u8);
 
 #[test]
 fn slices_of_leaves() {
+    let _serial = serial();
     let world = World::new(16, 0);
     let tags: Gc<[Tag]> = (0..3).map(|_| world.tag().unwrap()).collect();
     assert_eq!(tags.iter().map(Tag::check).collect::<Vec<_>>(), [0, 1, 2]);
@@ -283,6 +294,7 @@ fn slices_of_leaves() {
 
 #[test]
 fn get_mut_on_slices() {
+    let _serial = serial();
     let mut s: Gc<[u32]> = Gc::from(vec![1, 2, 3]);
     Gc::get_mut(&mut s).unwrap()[1] = 20;
     let t = s.clone();
@@ -307,6 +319,7 @@ struct SliceNode {
 
 #[test]
 fn candidate_slices_are_collected() {
+    let _serial = serial();
     let world = World::new(4, 0);
     let node = || {
         Gc::new(SliceNode {
@@ -335,6 +348,7 @@ fn candidate_slices_are_collected() {
 
 #[test]
 fn cycles_through_trait_objects_across_threads() {
+    let _serial = serial();
     let world = World::new(8, 0);
     let (g1, g2, f, d) = (
         group(&world).unwrap(),
@@ -369,6 +383,7 @@ fn cycles_through_trait_objects_across_threads() {
 
 #[test]
 fn coerced_handles_share_counts_and_weak_handles_coerce() {
+    let _serial = serial();
     let world = World::new(8, 0);
     let group = Gc::new(Group {
         tag: world.tag().unwrap(),
@@ -434,6 +449,7 @@ impl Drop for Keeper {
 
 #[test]
 fn dead_trait_object_handles_are_detected() {
+    let _serial = serial();
     let world = World::new(4, 0);
     let kept = Arc::new(Mutex::new(None));
     let k: Obj = coerce!(Gc::new(Keeper {
@@ -657,6 +673,7 @@ fn run(threads: usize, seed: u64) {
 /// The runs share the process-wide collector; they run one after the other.
 #[test]
 fn threads_collect_exactly_the_unreachable_trait_objects_and_slices() {
+    let _serial = serial();
     for (k, &threads) in THREADS.iter().enumerate() {
         run(threads, 0x5157 + 100 * k as u64);
     }
@@ -665,6 +682,7 @@ fn threads_collect_exactly_the_unreachable_trait_objects_and_slices() {
 #[cfg(feature = "nightly")]
 #[test]
 fn implicit_coercion_on_nightly() {
+    let _serial = serial();
     let world = World::new(8, 0);
     let a: Obj = Gc::new(Group {
         tag: world.tag().unwrap(),
@@ -699,4 +717,52 @@ fn implicit_coercion_on_nightly() {
     collect();
     assert!(w.upgrade().is_none() && dot_weak.upgrade().is_none());
     assert_eq!(world.dropped.load(SeqCst), 4);
+}
+
+/// Panics when dropped if `armed`; logs its drop either way. A candidate
+/// (it may point to a slice of bombs), though never buffered here.
+#[derive(Trace)]
+struct Bomb {
+    tag: Tag,
+    #[trace(skip)]
+    armed: bool,
+    next: Mutex<Option<Gc<[Bomb]>>>,
+}
+
+impl Drop for Bomb {
+    fn drop(&mut self) {
+        if self.armed {
+            panic!("bomb {}", self.tag.id);
+        }
+    }
+}
+
+#[test]
+fn panicking_element_drops_free_the_rest() {
+    let _serial = serial();
+    let world = World::new(8, 0);
+    let bomb = |armed| Bomb {
+        tag: world.tag().unwrap(),
+        armed,
+        next: Mutex::new(None),
+    };
+    // Freed by counting: the panic reaches the last handle's owner, after
+    // every element was dropped, and the memory is freed (Miri checks).
+    let slice: Gc<[Bomb]> = Gc::from(vec![bomb(false), bomb(true), bomb(false)]);
+    let weak = Gc::downgrade(&slice);
+    let dropped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(slice)));
+    assert!(dropped.is_err());
+    assert_eq!(world.dropped.load(SeqCst), 3);
+    assert!(weak.upgrade().is_none());
+    // Freed by the collector: a slice whose element points back to it. The
+    // panic is re-raised by the collection (possibly an automatic one,
+    // while the last handle is dropped).
+    let slice: Gc<[Bomb]> = Gc::from(vec![bomb(true), bomb(false)]);
+    *slice[1].next.lock().unwrap() = Some(slice.clone());
+    let weak = Gc::downgrade(&slice);
+    let dropped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(slice)));
+    let collected = std::panic::catch_unwind(collect);
+    assert!(dropped.is_err() || collected.is_err());
+    assert_eq!(world.dropped.load(SeqCst), 5);
+    assert!(weak.upgrade().is_none());
 }
