@@ -407,6 +407,20 @@ fn coerced_handles_share_counts_and_weak_handles_coerce() {
     drop((group, shape, local));
     assert!(weak.upgrade().is_none());
     assert_eq!(world.dropped.load(SeqCst), 1);
+    // A leaf with a `dyn` handle, whose drops buffer it, and a sized one,
+    // whose drops never do: the last drop (sized) leaves the buffer entry to
+    // a collection, which finds the object dead.
+    let leaf = Gc::new(Dot {
+        tag: world.tag().unwrap(),
+    });
+    let as_dyn: Obj = coerce!(leaf.clone() => dyn Shape + Send + Sync);
+    drop(as_dyn.clone());
+    drop(as_dyn);
+    let leaf_weak = Gc::downgrade(&leaf);
+    drop(leaf);
+    assert_eq!(world.dropped.load(SeqCst), 2);
+    collect();
+    assert!(leaf_weak.upgrade().is_none());
     // `sync::Rc` and its weak handle, through a trait object too.
     let dot = Rc::new(Dot {
         tag: world.tag().unwrap(),
@@ -414,10 +428,10 @@ fn coerced_handles_share_counts_and_weak_handles_coerce() {
     let rc_weak: recycler::sync::rc::Weak<dyn Shape + Send + Sync> =
         coerce!(Rc::downgrade(&dot) => dyn Shape + Send + Sync);
     let rc: Rc<dyn Shape + Send + Sync> = coerce!(dot => dyn Shape + Send + Sync);
-    assert_eq!(rc.tag().check(), 1);
+    assert_eq!(rc.tag().check(), 2);
     std::thread::spawn(move || drop(rc)).join().unwrap();
     assert!(rc_weak.upgrade().is_none());
-    assert_eq!(world.dropped.load(SeqCst), 2);
+    assert_eq!(world.dropped.load(SeqCst), 3);
 }
 
 /// Stores a clone of a member of its own garbage cycle while being dropped.
