@@ -11,9 +11,17 @@
 //!    of old objects: it moves them to the old roots, untouched.
 //! 2. **Trace** breadth-first from the roots. Each object is traced with its
 //!    cells locked (guards kept in a sink) and a hold is taken on every
-//!    newly seen target *before* the guards are released, so the collector
-//!    owns a strong reference to everything it has seen and never reads a
-//!    value whose last handle is being dropped or that someone has `&mut` to.
+//!    newly seen target *before* its guards could be released, so the
+//!    collector owns a strong reference to everything it has seen and never
+//!    reads a value whose last handle is being dropped or that someone has
+//!    `&mut` to. The guards are kept until the trace ends (*pinning*), up to
+//!    `PIN_BUDGET` of them: past it they are released and only the objects
+//!    traced afterwards stay pinned. A pinned object's cells cannot change
+//!    from its trace to the end of the trace, instant t*, and its other
+//!    fields change only through `&mut` (impossible while we hold it): its
+//!    traced edges are its edges at t*. Mutators wait for a pinned cell at
+//!    most one trace; the collector itself only `try_lock`s, so it never
+//!    waits for a mutator and cannot deadlock with one.
 //!    A minor collection does not enter old objects: an edge to one is not
 //!    an edge of the graph, and the old object's handle stays an external
 //!    reference in its target's count.
@@ -25,12 +33,24 @@
 //!    collection, each live node with a positive trial count is buffered
 //!    again as an old root, because the reference that kept it may come from
 //!    an old member of its own garbage cycle (the cross-generation rule).
-//! 4. **Validate each weakly connected component** of the candidate garbage:
-//!    lock all of its cells at once and re-trace it; with every lock held,
-//!    check that each member's snapshot count is exactly its internal
-//!    in-degree (plus the hold). Release the locks, then CAS every member's
-//!    word from `W` to `W | CLAIMED`; if all succeed, set `DOOMED`. Any
-//!    failure unclaims, buffers the members again and leaves them for later.
+//! 4. **Validate.** The Σ-test: at one instant t* with every member's
+//!    cells locked, each member's snapshot count is exactly its in-degree
+//!    from the members' cells (plus the hold); the Δ-test: CAS every
+//!    member's word from `W` to `W | CLAIMED` (no clone, drop, upgrade or
+//!    buffering since its snapshot, which covers t*); if all succeed, set
+//!    `DOOMED`. Together they prove that at t* every handle to a member was
+//!    in a member's cell, and that none was made since: nothing outside can
+//!    reach the members.
+//!    - *Fast path* (`claim_pinned`): when every candidate was pinned, the
+//!      trace already is the Σ-test at t* for the whole candidate garbage
+//!      (its trial counts are zero and no live node has an edge into it), so
+//!      only the Δ-test runs, on all candidates at once: no second trace, no
+//!      components.
+//!    - *Slow path* (`validate_components`), when a candidate was not pinned
+//!      or a Δ-test failed: each weakly connected component of the candidate
+//!      garbage on its own: lock all of its cells at once and re-trace it
+//!      (the Σ-test), release the locks, then the Δ-test. A failing
+//!      component is unclaimed and buffered again, and left for later.
 //! 5. **Free** the doomed members: mark them dead, drop every value (a panic
 //!    is kept and re-raised at the end), mark them `GONE`, release the holds.
 //! 6. Release the holds on everything else.
@@ -57,6 +77,16 @@ use crate::Policy;
 
 /// No node / not a member of any component.
 const NONE: u32 = u32::MAX;
+
+/// The most cell guards a trace keeps at once (the cells of the nodes it
+/// traced last); see step 2. Bounds how long a mutator may wait for a cell
+/// the collector pinned: a trace of a few thousand objects.
+#[cfg(not(loom))]
+const PIN_BUDGET: usize = 8192;
+/// Under loom, two guards: models of three or more objects also run with
+/// nodes left unpinned (the fallback to re-tracing validation).
+#[cfg(loom)]
+const PIN_BUDGET: usize = 2;
 
 /// Which collection to run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -420,7 +450,12 @@ fn collect_locked(global: &Global, w: &mut Work, kind: Kind) -> (usize, usize, P
     w.entries = entries;
     flush_old_roots(global, &mut w.old_roots);
 
-    // 2. Trace, holding every target before the source's cells unlock.
+    // 2. Trace, holding every target before the source's cells unlock. The
+    //    cells stay locked until the trace ends (up to `PIN_BUDGET` guards;
+    //    past it, they are released and only the nodes traced afterwards
+    //    stay pinned), so the edges of the pinned nodes are a snapshot of one
+    //    instant: the end of the trace.
+    let mut pinned_from = 0;
     let mut i = 0;
     while i < w.nodes.len() {
         let header = w.nodes[i].header;
@@ -454,12 +489,17 @@ fn collect_locked(global: &Global, w: &mut Work, kind: Kind) -> (usize, usize, P
             };
             w.edges.push(j);
         }
-        w.guards.clear();
+        if w.guards.len() > PIN_BUDGET {
+            w.guards.clear();
+            pinned_from = i + 1;
+        }
         let node = &mut w.nodes[i];
         node.edges = (first, w.edges.len() as u32);
         node.kept = kept;
         i += 1;
     }
+    // t*: every cell of the nodes from `pinned_from` on is locked right now.
+    w.guards.clear();
     let traced = w.nodes.len();
     let n = traced;
 
@@ -498,9 +538,136 @@ fn collect_locked(global: &Global, w: &mut Work, kind: Kind) -> (usize, usize, P
         0
     };
 
-    // 4. Components of the candidate garbage (union-find), grouped without
-    //    hashing, then validated one by one.
+    // 4. Validation. Fast path: the whole candidate garbage at once, when all
+    //    of it was pinned (its Σ-test is the trial itself); otherwise, or if
+    //    a Δ-test fails, component by component with a re-trace.
+    if !claim_pinned(w, pinned_from) {
+        validate_components(w);
+    }
+
+    // 5. Free the doomed: dead first, then drop every value, then memory.
+    for &m in &w.doomed {
+        // SAFETY: validation proved that no other thread can reach `m`
+        // (module docs), so nobody reads the flag concurrently.
+        unsafe { w.nodes[m as usize].header.as_ref().dead.set() };
+    }
+    // A `Trace` panic came first. Fields of a garbage value whose count
+    // reaches zero are only queued (we run in a drop batch), so a value whose
+    // `Drop` panics unwinds through no other user code.
+    let mut panic = w.panic.take();
+    for &m in &w.doomed {
+        let header = w.nodes[m as usize].header;
+        // SAFETY: doomed and held: the value is alive and ours alone.
+        let result = catch_unwind(AssertUnwindSafe(|| unsafe {
+            (header.as_ref().vtable.drop_value)(header)
+        }));
+        if let Err(payload) = result {
+            panic.get_or_insert(payload);
+        }
+        // SAFETY: still held.
+        unsafe { header.as_ref() }.word.fetch_or(GONE, Release);
+    }
+    let freed = w.doomed.len();
+    global.freed_by_collector.fetch_add(freed as u64, Relaxed);
+    if !minor {
+        let old_freed = w.doomed.iter().filter(|&&m| {
+            // SAFETY: held; collector lock held.
+            unsafe { w.nodes[m as usize].header.as_ref().generation.is_old() }
+        });
+        global
+            .old_freed_by_collector
+            .fetch_add(old_freed.count() as u64, Relaxed);
+    }
+    for k in 0..w.doomed.len() {
+        let m = w.doomed[k] as usize;
+        w.release(m);
+    }
+
+    // 6. Everything else.
+    w.guards.clear();
+    for i in 0..w.nodes.len() {
+        w.release(i);
+    }
+
+    let pause = start.elapsed().as_nanos() as u64;
+    global.nodes_traced.fetch_add(traced as u64, Relaxed);
+    global.promoted.fetch_add(promoted as u64, Relaxed);
+    if minor {
+        global.minor_collections.fetch_add(1, Relaxed);
+        global
+            .promoted_since_full
+            .fetch_add(promoted as u64, Relaxed);
+    } else {
+        global.promoted_since_full.store(0, Relaxed);
+        global.old_at_full.store(global.old_objects(), Relaxed);
+    }
+    // The live objects traced for the first time are the wasted work the
+    // next collection must pay for (the old ones are amortised by the full
+    // trigger); without generations, every live object traced.
+    let wasted = if promote { promoted } else { traced - freed };
+    global.last_live_traced.store(wasted as u64, Relaxed);
+    // Last: the per-thread triggers restart when they see a new epoch.
+    global.collections.fetch_add(1, Relaxed);
+    global.total_pause_ns.fetch_add(pause, Relaxed);
+    global.max_pause_ns.fetch_max(pause, Relaxed);
+    (freed, traced, panic)
+}
+
+/// The fast path of validation: if every candidate garbage node was pinned
+/// (its cells locked from its trace to the end of the trace, t*), the trace
+/// is a snapshot of their edges at t*, so the trial count of zero of every
+/// candidate *is* the Σ-test of the whole candidate garbage at t* (no edge
+/// from a live node reaches it, or it would be live). Then the Δ-test: CAS
+/// every member's word from its snapshot to `CLAIMED`; if all succeed, the
+/// counts held from each snapshot through t* to the claim, and everything is
+/// doomed. Returns `false`, having claimed nothing, if a candidate was not
+/// pinned or a Δ-test failed (the caller then validates component by
+/// component, re-tracing).
+fn claim_pinned(w: &mut Work, pinned_from: usize) -> bool {
+    debug_assert!(w.doomed.is_empty());
+    let n = w.nodes.len();
+    if (0..pinned_from).any(|i| !w.live[i]) {
+        return false;
+    }
+    for i in pinned_from..n {
+        if w.live[i] {
+            continue;
+        }
+        let node = &w.nodes[i];
+        // SAFETY: held.
+        let word = &unsafe { node.header.as_ref() }.word;
+        if word
+            .compare_exchange(node.word, node.word | CLAIMED, AcqRel, Acquire)
+            .is_err()
+        {
+            for &undo in &w.doomed {
+                // SAFETY: held.
+                unsafe { w.nodes[undo as usize].header.as_ref() }
+                    .word
+                    .fetch_and(!CLAIMED, AcqRel);
+            }
+            w.doomed.clear();
+            return false;
+        }
+        w.doomed.push(i as u32);
+    }
+    for &m in &w.doomed {
+        // SAFETY: held.
+        unsafe { w.nodes[m as usize].header.as_ref() }
+            .word
+            .fetch_or(DOOMED, AcqRel);
+    }
+    true
+}
+
+/// The slow path of validation: the weakly connected components of the
+/// candidate garbage (union-find, grouped without hashing), each validated
+/// on its own with a re-trace ([`validate`]); the members of the components
+/// that pass go to `w.doomed`, the others are buffered again.
+fn validate_components(w: &mut Work) {
+    let n = w.nodes.len();
     w.parent.extend(0..n as u32);
+
     fn find(parent: &mut [u32], mut i: u32) -> u32 {
         while parent[i as usize] != i {
             parent[i as usize] = parent[parent[i as usize] as usize];
@@ -571,73 +738,6 @@ fn collect_locked(global: &Global, w: &mut Work, kind: Kind) -> (usize, usize, P
             }
         }
     }
-
-    // 5. Free the doomed: dead first, then drop every value, then memory.
-    for &m in &w.doomed {
-        // SAFETY: validation proved that no other thread can reach `m`
-        // (module docs), so nobody reads the flag concurrently.
-        unsafe { w.nodes[m as usize].header.as_ref().dead.set() };
-    }
-    // A `Trace` panic came first. Fields of a garbage value whose count
-    // reaches zero are only queued (we run in a drop batch), so a value whose
-    // `Drop` panics unwinds through no other user code.
-    let mut panic = w.panic.take();
-    for &m in &w.doomed {
-        let header = w.nodes[m as usize].header;
-        // SAFETY: doomed and held: the value is alive and ours alone.
-        let result = catch_unwind(AssertUnwindSafe(|| unsafe {
-            (header.as_ref().vtable.drop_value)(header)
-        }));
-        if let Err(payload) = result {
-            panic.get_or_insert(payload);
-        }
-        // SAFETY: still held.
-        unsafe { header.as_ref() }.word.fetch_or(GONE, Release);
-    }
-    let freed = w.doomed.len();
-    global.freed_by_collector.fetch_add(freed as u64, Relaxed);
-    if !minor {
-        let old_freed = w.doomed.iter().filter(|&&m| {
-            // SAFETY: held; collector lock held.
-            unsafe { w.nodes[m as usize].header.as_ref().generation.is_old() }
-        });
-        global
-            .old_freed_by_collector
-            .fetch_add(old_freed.count() as u64, Relaxed);
-    }
-    for k in 0..w.doomed.len() {
-        let m = w.doomed[k] as usize;
-        w.release(m);
-    }
-
-    // 6. Everything else.
-    w.guards.clear();
-    for i in 0..w.nodes.len() {
-        w.release(i);
-    }
-
-    let pause = start.elapsed().as_nanos() as u64;
-    global.nodes_traced.fetch_add(traced as u64, Relaxed);
-    global.promoted.fetch_add(promoted as u64, Relaxed);
-    if minor {
-        global.minor_collections.fetch_add(1, Relaxed);
-        global
-            .promoted_since_full
-            .fetch_add(promoted as u64, Relaxed);
-    } else {
-        global.promoted_since_full.store(0, Relaxed);
-        global.old_at_full.store(global.old_objects(), Relaxed);
-    }
-    // The live objects traced for the first time are the wasted work the
-    // next collection must pay for (the old ones are amortised by the full
-    // trigger); without generations, every live object traced.
-    let wasted = if promote { promoted } else { traced - freed };
-    global.last_live_traced.store(wasted as u64, Relaxed);
-    // Last: the per-thread triggers restart when they see a new epoch.
-    global.collections.fetch_add(1, Relaxed);
-    global.total_pause_ns.fetch_add(pause, Relaxed);
-    global.max_pause_ns.fetch_max(pause, Relaxed);
-    (freed, traced, panic)
 }
 
 /// Promotes the live nodes (except those a cell kept opaque or whose count

@@ -59,7 +59,15 @@
 //! the component plus the hold; (Δ) release the locks and CAS each member's
 //! word from `W` to `W | CLAIMED`; if every CAS succeeds, set `DOOMED`.
 //! Any failure unclaims and re-buffers the component: it waits for a later
-//! collection (it may leak for a while; it is never freed early). Doomed
+//! collection (it may leak for a while; it is never freed early).
+//! Usually no re-trace is needed: the trace keeps every cell it locked
+//! locked until the trace ends (*pinning*, up to a budget of guards), so the
+//! first trace is already a snapshot of the pinned objects' edges at one
+//! instant, the end of the trace; when every candidate was pinned, their
+//! zero trial counts are the Σ-test of the whole candidate garbage at that
+//! instant and only the Δ-test CASes run (`collector.rs`, step 4). The
+//! soundness argument below applies unchanged with `t*` the end of the
+//! trace and `C` the whole candidate garbage. Doomed
 //! members are marked dead (`Deref` panics, `try_deref` returns `None`),
 //! every value is dropped (a panicking `Drop` does not stop the others and is
 //! re-raised afterwards), then the holds are released and memory follows

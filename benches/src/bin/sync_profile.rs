@@ -1,0 +1,69 @@
+//! A fixed amount of one sync workload, for instruction counts under
+//! `valgrind --tool=callgrind` (deterministic where criterion's timings are
+//! noisy on a busy machine): `cargo build --release -p benches --bin
+//! sync_profile`, then
+//! `valgrind --tool=callgrind target/release/sync_profile hub recycler-sync-gc 10000 100000`.
+//!
+//! Workloads: `hub <pointer> <H> <requests>` (one thread) and
+//! `churn <pointer> <threads> <cycles per thread>`; pointers:
+//! `recycler-sync-gc`, `recycler-sync-gc-thread`, `arc-leak`. Prints the
+//! nodes left alive at the end (0 for the collectors).
+
+use benches::heap::{Heap, SyncHeap};
+use benches::live;
+use benches::ptr::recycler_sync_gc::{RecyclerSyncGc, RecyclerSyncGcThread};
+use benches::ptr::std_arc::StdArc;
+use benches::workloads::cycle_churn;
+use benches::workloads::hub::{self, Back};
+
+fn usage() -> ! {
+    eprintln!(
+        "usage: sync_profile hub <recycler-sync-gc|recycler-sync-gc-thread|arc-leak> <H> <requests>\n       \
+         sync_profile churn <recycler-sync-gc|recycler-sync-gc-thread|arc-leak> <threads> <cycles>"
+    );
+    std::process::exit(2);
+}
+
+fn hub_run<H: Heap>(h: usize, requests: usize, leak: bool) {
+    H::prepare();
+    let root = hub::build_tree::<H>(h);
+    let mut kept = Vec::with_capacity(if leak { requests } else { 0 });
+    for _ in 0..requests {
+        let req = hub::request::<H>(&root, Back::Strong);
+        if leak {
+            kept.push(req);
+        }
+    }
+    kept.into_iter().for_each(hub::release::<H>);
+    drop(root);
+    H::collect();
+}
+
+fn churn_run<H: SyncHeap>(threads: usize, n: usize, leak: bool) {
+    H::prepare();
+    let t = cycle_churn::run::<H>(threads, n, leak);
+    eprintln!(
+        "{:.1} ns per cycle",
+        t.as_nanos() as f64 / (threads * n) as f64
+    );
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let [work, ptr, a, b] = &args[..] else {
+        usage()
+    };
+    let (Ok(a), Ok(b)) = (a.parse::<usize>(), b.parse::<usize>()) else {
+        usage()
+    };
+    match (work.as_str(), ptr.as_str()) {
+        ("hub", "recycler-sync-gc") => hub_run::<RecyclerSyncGc>(a, b, false),
+        ("hub", "recycler-sync-gc-thread") => hub_run::<RecyclerSyncGcThread>(a, b, false),
+        ("hub", "arc-leak") => hub_run::<StdArc>(a, b, true),
+        ("churn", "recycler-sync-gc") => churn_run::<RecyclerSyncGc>(a, b, false),
+        ("churn", "recycler-sync-gc-thread") => churn_run::<RecyclerSyncGcThread>(a, b, false),
+        ("churn", "arc-leak") => churn_run::<StdArc>(a, b, true),
+        _ => usage(),
+    }
+    println!("alive at the end: {}", live::alive());
+}
