@@ -2,7 +2,8 @@
 
 use crate::handle::{Strong, WeakRef};
 use crate::pointer::define_pointer;
-use crate::trace::{Family, Trace, Tracer};
+use crate::trace::{Trace, Tracer};
+use crate::unsize::Pointee;
 
 define_pointer! {
     /// A single-threaded reference-counted pointer that frees unreachable
@@ -13,7 +14,9 @@ define_pointer! {
     /// ([`Trace::MAY_CONTAIN_GC`]) is dropped and the count stays above zero,
     /// the object is remembered as a possible cycle root; the thread's
     /// collector (see [`crate::collect`] and [`crate::Policy`]) later finds and frees the cycles
-    /// among them. `Gc` is one machine word, `!Send` and `!Sync`.
+    /// among them. `Gc<T>` is one machine word for a sized `T` (two for
+    /// `str`, slices and trait objects, see [`crate::unsize`]), `!Send` and
+    /// `!Sync`.
     ///
     /// A handle can outlive its object only in one case: a destructor that
     /// runs while the collector frees a cycle stores a clone of a member
@@ -88,13 +91,15 @@ define_pointer! {
 // SAFETY: a `Gc` owns exactly one strong reference to its object and reports
 // it once. Objects that cannot own pointers are not reported: they cannot be
 // on a cycle, and counting frees them when their owners go.
-unsafe impl<T: ?Sized + Trace> Trace for Gc<T> {
+unsafe impl<T: ?Sized + Pointee> Trace for Gc<T> {
     const MAY_CONTAIN_GC: bool = true;
 
     #[inline]
     fn trace(&self, tracer: &mut Tracer<'_>) {
-        if T::MAY_CONTAIN_GC {
-            tracer.edge(Family::Local, self.inner.header_ptr().cast());
+        // A constant test for sized types; a trait object's concrete type
+        // may be a leaf.
+        if T::MAY_CONTAIN_GC && self.inner.candidate() {
+            tracer.local_edge(self.inner.object());
         }
     }
 }

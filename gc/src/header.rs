@@ -1,34 +1,61 @@
-//! The allocation shared by [`Gc`](crate::Gc) and [`Rc`](crate::Rc): a
-//! header followed by the value.
+//! The allocation shared by [`Gc`](crate::Gc) and [`Rc`](crate::Rc). Its
+//! layout depends on the kind of object, decided at compile time:
 //!
 //! ```text
-//! GcBox<T> (repr(C))
-//! +---------+---------+--------------------+-------------+-------+
-//! | strong  |  weak   | meta: slot | flags | &'static VT | value |
-//! +---------+---------+--------------------+-------------+-------+
+//! leaf: T::MAY_CONTAIN_GC == false, or any recycler::Rc<T> (std Rc's layout)
+//!            handle
+//!            v
+//!            +---------+---------+-------+
+//!            | strong  |  weak   | value |
+//!            +---------+---------+-------+
+//!
+//! candidate: Gc<T> with T::MAY_CONTAIN_GC == true (one word more)
+//! +----------------------+---------+---------+-------+
+//! | meta: slot | flags   | strong  |  weak   | value |
+//! +----------------------+---------+---------+-------+
+//! ^ Object (the collector's view)  ^ handle
 //! ```
+//!
+//! Handles of both kinds point at the counts ([`RcBox`]), so clone, drop and
+//! deref are the same code; only a candidate has the `meta` word just before
+//! them (and, for values aligned above a word, padding before `meta`). A
+//! candidate slice (`Gc<[T]>`) also keeps its length in the word before
+//! `meta`, for the collector.
 //!
 //! * `strong` counts handles. When it reaches zero the value is dropped (unless
 //!   the collector already did, see `DEAD`) and the implicit weak reference that
 //!   all strong handles share is released.
 //! * `weak` counts `Weak` handles plus one for all strong handles together, as
 //!   in `std::rc`. The memory is freed when it reaches zero, never earlier, so a
-//!   `Weak` or a buffered root never points to freed memory.
+//!   `Weak` or a buffered root never points to freed memory. Its top bit is set
+//!   at allocation on candidates: a trait-object handle (`Gc<dyn Trait>`)
+//!   cannot tell from its type whether the object has `meta`, and must not
+//!   look at the value to find out (it may be in the middle of its drop).
 //! * `meta` packs the flags below into its low 8 bits and a slot number into
-//!   the rest: the object's index in its roots buffer while `BUFFERED`, its node
-//!   index in the collector's side graph while `IN_GRAPH` (the two never
-//!   overlap: a collection takes the buffer before it builds the graph), or the
-//!   next object of the deferred-drop stack while the object waits there.
-//! * the vtable erases `T` for the collector and for deferred drops.
+//!   the rest: the object's index in its roots buffer while `BUFFERED`, or its
+//!   node index in the collector's side graph while `IN_GRAPH` (the two never
+//!   overlap: a collection takes the buffer before it builds the graph).
+//!
+//! Nothing in the allocation names its type. The collector only ever reaches
+//! a candidate through a typed path, a handle dropped into a roots buffer or a
+//! `Gc<T>` reporting itself to a [`Tracer`], so each of those records an
+//! [`Object`]: the address of the candidate header plus a `&'static` per-type
+//! [`VTable`] (trace, drop, layout). Leaves never meet the collector; their
+//! handles free them with static knowledge of `T`, and the drop queue keeps a
+//! typed finishing function next to each pointer it holds.
 //!
 //! This module and [`crate::drop_queue`] hold the unsafe code of the
 //! single-threaded pointers; everything else goes through the functions here.
 
 use core::alloc::Layout;
 use core::cell::Cell;
+use core::marker::PhantomData;
 use core::ptr::{self, NonNull};
 
 use crate::trace::{Trace, Tracer};
+use crate::unsize::Pointee;
+
+const WORD: usize = core::mem::size_of::<usize>();
 
 /// The object is in a roots buffer at `slot`.
 pub(crate) const BUFFERED: usize = 1 << 0;
@@ -42,39 +69,73 @@ pub(crate) const IN_GRAPH: usize = 1 << 3;
 const FLAG_BITS: u32 = 8;
 const FLAG_MASK: usize = (1 << FLAG_BITS) - 1;
 
-/// Per-type operations, erased so that the collector can handle any object.
-pub(crate) struct VTable {
-    /// Reports the value's pointers. Must not be called once the value is dropped.
-    pub(crate) trace: unsafe fn(NonNull<Header>, &mut Tracer<'_>),
-    /// Drops the value in place (not the memory).
-    pub(crate) drop_value: unsafe fn(NonNull<Header>),
-    /// Whether `drop_value` does anything.
-    pub(crate) needs_drop: bool,
-    /// The layout of the whole `GcBox<T>`.
-    pub(crate) layout: Layout,
-}
-
-/// The header of every object.
+/// The two counts every object starts with (what a handle points to).
 #[repr(C)]
-pub(crate) struct Header {
+pub(crate) struct Counts {
     strong: Cell<usize>,
     weak: Cell<usize>,
-    /// Flags and slot, stored as a bare address, or the link of the
-    /// deferred-drop stack, a real pointer. A pointer type so that the link
-    /// keeps its provenance: no integer-to-pointer cast anywhere (Miri's
-    /// strict provenance holds).
-    meta: Cell<*mut Header>,
-    vtable: &'static VTable,
 }
 
-/// An object: header, then value.
+/// What a handle points to: the counts, then the value. A candidate has its
+/// `meta` word right before.
 #[repr(C)]
-pub(crate) struct GcBox<T: ?Sized> {
-    header: Header,
+pub(crate) struct RcBox<T: ?Sized> {
+    counts: Counts,
     value: T,
 }
 
-impl Header {
+/// The header of a candidate as the collector sees it: `meta`, then the
+/// counts of the [`RcBox`] that follows.
+#[repr(C)]
+pub(crate) struct Header {
+    meta: Cell<usize>,
+    counts: Counts,
+}
+
+/// Per-type operations on candidates, erased so that the collector can
+/// handle any object. (Public only so that [`crate::unsize::Pointee`] can
+/// name it; nothing outside the crate can build or use one.)
+pub struct VTable {
+    /// Reports the value's pointers. Must not be called once the value is dropped.
+    trace: unsafe fn(Object, &mut Tracer<'_>),
+    /// Drops the value in place (not the memory).
+    drop_value: unsafe fn(Object),
+    /// Frees the memory.
+    dealloc: unsafe fn(Object),
+}
+
+/// A candidate as the collector holds it: where its header is, and its type.
+#[derive(Clone, Copy)]
+pub(crate) struct Object {
+    header: NonNull<Header>,
+    vtable: &'static VTable,
+}
+
+impl PartialEq for Object {
+    fn eq(&self, other: &Self) -> bool {
+        self.header == other.header
+    }
+}
+
+/// The top bit of the weak count: the object is a candidate (has `meta`).
+/// Set once at allocation and read only through a trait-object handle, whose
+/// type cannot tell (see [`is_candidate`]); the count is the other bits.
+const CANDIDATE_BIT: usize = 1 << (usize::BITS - 1);
+
+impl Counts {
+    const fn new(strong: usize, candidate: bool) -> Self {
+        Counts {
+            strong: Cell::new(strong),
+            weak: Cell::new(if candidate { CANDIDATE_BIT | 1 } else { 1 }),
+        }
+    }
+
+    /// Whether the object was allocated as a candidate.
+    #[inline]
+    fn is_candidate(&self) -> bool {
+        self.weak.get() & CANDIDATE_BIT != 0
+    }
+
     #[inline]
     pub(crate) fn strong(&self) -> usize {
         self.strong.get()
@@ -97,16 +158,17 @@ impl Header {
 
     #[inline]
     pub(crate) fn weak(&self) -> usize {
-        self.weak.get()
+        self.weak.get() & !CANDIDATE_BIT
     }
 
+    /// Adds a weak reference; aborts before the count reaches the flag bit.
     #[inline]
     pub(crate) fn inc_weak(&self) {
         let n = self.weak.get().wrapping_add(1);
-        self.weak.set(n);
-        if n == 0 {
+        if n & !CANDIDATE_BIT == 0 {
             std::process::abort();
         }
+        self.weak.set(n);
     }
 
     /// Removes a weak reference and returns the remaining count.
@@ -114,21 +176,23 @@ impl Header {
     pub(crate) fn dec_weak(&self) -> usize {
         let n = self.weak.get() - 1;
         self.weak.set(n);
-        n
+        n & !CANDIDATE_BIT
     }
+}
 
-    /// The `meta` word as flags and slot.
+impl core::ops::Deref for Header {
+    type Target = Counts;
+
+    #[inline]
+    fn deref(&self) -> &Counts {
+        &self.counts
+    }
+}
+
+impl Header {
     #[inline]
     fn word(&self) -> usize {
-        // A pointer-to-integer cast reads the address only.
-        self.meta.get() as usize
-    }
-
-    #[inline]
-    fn set_word(&self, word: usize) {
-        // An address without provenance, never dereferenced.
-        self.meta
-            .set(ptr::null_mut::<u8>().wrapping_add(word).cast::<Header>())
+        self.meta.get()
     }
 
     #[inline]
@@ -143,12 +207,12 @@ impl Header {
 
     #[inline]
     pub(crate) fn set_flag(&self, flag: usize) {
-        self.set_word(self.word() | flag)
+        self.meta.set(self.word() | flag)
     }
 
     #[inline]
     pub(crate) fn clear_flag(&self, flag: usize) {
-        self.set_word(self.word() & !flag)
+        self.meta.set(self.word() & !flag)
     }
 
     #[inline]
@@ -158,13 +222,13 @@ impl Header {
 
     #[inline]
     pub(crate) fn set_slot(&self, slot: usize) {
-        self.set_word((slot << FLAG_BITS) | self.flags())
+        self.meta.set((slot << FLAG_BITS) | self.flags())
     }
 
     /// Sets the slot and a flag in one write.
     #[inline]
     pub(crate) fn set_slot_and_flag(&self, slot: usize, flag: usize) {
-        self.set_word((slot << FLAG_BITS) | self.flags() | flag)
+        self.meta.set((slot << FLAG_BITS) | self.flags() | flag)
     }
 
     /// Whether the value is still there (not dropped by the collector).
@@ -172,219 +236,541 @@ impl Header {
     pub(crate) fn is_alive(&self) -> bool {
         !self.has(DEAD)
     }
+}
 
+impl Object {
+    /// The candidate's header.
+    ///
+    /// # Safety
+    /// The allocation must be live (weak count > 0) for `'a`.
     #[inline]
-    pub(crate) fn vtable(&self) -> &'static VTable {
-        self.vtable
-    }
-
-    /// Uses `meta` as the link of an intrusive stack. Only for objects whose
-    /// strong count is zero and that are in no buffer and no graph; their
-    /// flags are meaningless until [`Header::take_link`] clears the field.
-    #[inline]
-    pub(crate) fn set_link(&self, next: Option<NonNull<Header>>) {
-        self.meta.set(next.map_or(ptr::null_mut(), NonNull::as_ptr));
-    }
-
-    /// Reads and clears the link written by [`Header::set_link`].
-    #[inline]
-    pub(crate) fn take_link(&self) -> Option<NonNull<Header>> {
-        NonNull::new(self.meta.replace(ptr::null_mut()))
+    pub(crate) unsafe fn as_ref<'a>(self) -> &'a Header {
+        // SAFETY: guaranteed by the caller; the header is only accessed
+        // through `Cell`s.
+        unsafe { self.header.as_ref() }
     }
 }
 
-impl<T: Trace + 'static> GcBox<T> {
-    const VTABLE: VTable = VTable {
+/// The allocation of a `T` of either kind.
+pub(crate) struct Kind<T>(PhantomData<T>);
+
+impl<T: Trace> Kind<T> {
+    /// Whether the allocation has a `meta` word: only `Gc`s of types that may
+    /// own pointers are candidates.
+    pub(crate) const fn has_meta(collect: bool) -> bool {
+        collect && T::MAY_CONTAIN_GC
+    }
+
+    /// The layout of the allocation and the offset of the [`RcBox`] in it.
+    const fn layout(has_meta: bool) -> (Layout, usize) {
+        let inner = Layout::new::<RcBox<T>>();
+        if !has_meta {
+            return (inner, 0);
+        }
+        // `RcBox<T>` is aligned to at least a word, so one alignment unit of
+        // padding in front holds `meta` in its last word.
+        let offset = prefix(inner.align(), 1);
+        let size = match inner.size().checked_add(offset) {
+            Some(size) => size,
+            None => panic!("type too large for a Gc"),
+        };
+        match Layout::from_size_align(size, inner.align()) {
+            Ok(layout) => (layout, offset),
+            Err(_) => panic!("type too large for a Gc"),
+        }
+    }
+
+    const LEAF: (Layout, usize) = Self::layout(false);
+    const CANDIDATE: (Layout, usize) = Self::layout(true);
+
+    #[inline]
+    pub(crate) const fn layout_of(has_meta: bool) -> (Layout, usize) {
+        if has_meta {
+            Self::CANDIDATE
+        } else {
+            Self::LEAF
+        }
+    }
+
+    pub(crate) const VTABLE: VTable = VTable {
         trace: trace_value::<T>,
         drop_value: drop_value::<T>,
-        needs_drop: core::mem::needs_drop::<T>(),
-        layout: Layout::new::<GcBox<T>>(),
+        dealloc: dealloc_sized::<T>,
     };
 
+    /// Allocates an object of this kind holding `value`, with `strong`
+    /// references; the caller counts it with the collector.
+    fn allocate_raw(has_meta: bool, strong: usize) -> NonNull<RcBox<T>> {
+        let (layout, offset) = Self::layout_of(has_meta);
+        // SAFETY: the layout has a non-zero size (it contains the counts).
+        let base = unsafe { std::alloc::alloc(layout) };
+        let Some(base) = NonNull::new(base) else {
+            std::alloc::handle_alloc_error(layout)
+        };
+        // SAFETY: `offset < layout.size()`, so the pointer stays in the
+        // allocation and is aligned for `RcBox<T>` (a multiple of its align).
+        let ptr = unsafe { base.add(offset) }.cast::<RcBox<T>>();
+        // SAFETY: the allocation is fresh and large enough for the header
+        // (when `has_meta`, `meta` is the word right before the counts).
+        unsafe {
+            if has_meta {
+                unsafe_sub_word(ptr.cast::<Counts>())
+                    .as_ptr()
+                    .write(Header {
+                        meta: Cell::new(0),
+                        counts: Counts::new(strong, true),
+                    });
+            } else {
+                ptr::addr_of_mut!((*ptr.as_ptr()).counts).write(Counts::new(strong, false));
+            }
+        }
+        ptr
+    }
+
     /// Allocates an object holding `value` with one strong reference.
-    pub(crate) fn allocate(value: T) -> NonNull<GcBox<T>> {
-        let boxed = Box::new(GcBox {
-            header: Header {
-                strong: Cell::new(1),
-                weak: Cell::new(1),
-                meta: Cell::new(ptr::null_mut()),
-                vtable: &Self::VTABLE,
-            },
-            value,
-        });
+    #[inline]
+    pub(crate) fn allocate(has_meta: bool, value: T) -> NonNull<RcBox<T>> {
+        let ptr = Self::allocate_raw(has_meta, 1);
+        // SAFETY: the value field is uninitialised memory of the new object.
+        unsafe { ptr::addr_of_mut!((*ptr.as_ptr()).value).write(value) };
         crate::collector::on_allocate();
-        // SAFETY: `Box::into_raw` never returns null. The memory is released
-        // by `deallocate` with the same layout (`Layout::new::<GcBox<T>>()`,
-        // as `Box` uses) and the global allocator.
-        unsafe { NonNull::new_unchecked(Box::into_raw(boxed)) }
+        ptr
     }
 
     /// Allocates an object whose value `init` builds, given a weak reference
-    /// to the object itself, as `Rc::new_cyclic` does.
-    pub(crate) fn allocate_cyclic(init: impl FnOnce(NonNull<Header>) -> T) -> NonNull<GcBox<T>> {
-        let layout = Layout::new::<GcBox<T>>();
-        // SAFETY: the layout has a non-zero size (it contains a header).
-        let raw = unsafe { std::alloc::alloc(layout) } as *mut GcBox<T>;
-        let Some(ptr) = NonNull::new(raw) else {
-            std::alloc::handle_alloc_error(layout)
-        };
-        // SAFETY: `ptr` is a fresh allocation for a `GcBox<T>`; writing the
-        // header initialises it. Strong is zero while the value is built, so
-        // upgrading the weak reference fails and nothing reads the value; weak
-        // is one (the strong side's implicit reference) so the memory survives
-        // the weak references `init` drops.
-        unsafe {
-            ptr::addr_of_mut!((*raw).header).write(Header {
-                strong: Cell::new(0),
-                weak: Cell::new(1),
-                meta: Cell::new(ptr::null_mut()),
-                vtable: &Self::VTABLE,
-            });
-        }
-        let header = ptr.cast::<Header>();
+    /// to the object itself (the implicit one is held by the caller until the
+    /// value is written), as `Rc::new_cyclic` does.
+    pub(crate) fn allocate_cyclic(
+        has_meta: bool,
+        init: impl FnOnce(NonNull<RcBox<T>>) -> T,
+    ) -> NonNull<RcBox<T>> {
+        // Strong is zero while the value is built, so upgrading a weak
+        // reference fails and nothing reads the value; weak is one (the
+        // strong side's implicit reference) so the memory survives the weak
+        // references `init` drops.
+        let ptr = Self::allocate_raw(has_meta, 0);
         /// Releases the implicit weak reference if `init` panics.
-        struct Unwind(NonNull<Header>);
-        impl Drop for Unwind {
+        struct Unwind<T: Trace>(NonNull<RcBox<T>>, bool);
+        impl<T: Trace> Drop for Unwind<T> {
             fn drop(&mut self) {
-                // SAFETY: the header is initialised and the memory is live
+                // SAFETY: the counts are initialised and the memory is live
                 // while the implicit weak reference is held; the value was
                 // never written, so only the memory is released.
-                unsafe { release_weak(self.0) }
+                unsafe { release_weak(self.0, self.1) }
             }
         }
-        let guard = Unwind(header);
-        let value = init(header);
+        let guard = Unwind(ptr, has_meta);
+        let value = init(ptr);
         core::mem::forget(guard);
         // SAFETY: the allocation is live (implicit weak reference held) and
         // the value field is uninitialised; no reference to it exists.
         unsafe {
-            ptr::addr_of_mut!((*raw).value).write(value);
-            (*raw).header.strong.set(1);
+            ptr::addr_of_mut!((*ptr.as_ptr()).value).write(value);
+            counts(ptr).set_strong(1);
         }
         crate::collector::on_allocate();
         ptr
     }
 }
 
-impl<T: ?Sized> GcBox<T> {
-    /// The header of the object at `ptr`.
-    ///
-    /// # Safety
-    /// `ptr` must point to a live allocation (weak count > 0).
-    #[inline]
-    pub(crate) unsafe fn header<'a>(ptr: NonNull<GcBox<T>>) -> &'a Header {
-        // SAFETY: the caller guarantees the allocation is live; `header` is
-        // the first field of a repr(C) struct and only accessed through `Cell`s.
-        unsafe { &(*ptr.as_ptr()).header }
-    }
-
-    /// The value of the object at `ptr`.
-    ///
-    /// # Safety
-    /// `ptr` must point to a live allocation whose value has not been dropped,
-    /// and the value must outlive `'a` (a strong handle is held for `'a`).
-    #[inline]
-    pub(crate) unsafe fn value<'a>(ptr: NonNull<GcBox<T>>) -> &'a T {
-        // SAFETY: guaranteed by the caller.
-        unsafe { &(*ptr.as_ptr()).value }
-    }
-
-    /// The value of the object at `ptr`, mutably.
-    ///
-    /// # Safety
-    /// As for [`GcBox::value`], and no other reference to the value may exist
-    /// for `'a`.
-    #[inline]
-    pub(crate) unsafe fn value_mut<'a>(ptr: NonNull<GcBox<T>>) -> &'a mut T {
-        // SAFETY: guaranteed by the caller.
-        unsafe { &mut (*ptr.as_ptr()).value }
-    }
-
-    /// A raw pointer to the value, without touching it.
-    #[inline]
-    pub(crate) fn value_ptr(ptr: NonNull<GcBox<T>>) -> *const T {
-        // SAFETY: computing a field address does not dereference.
-        unsafe { ptr::addr_of!((*ptr.as_ptr()).value) }
-    }
-}
-
-impl<T> GcBox<T> {
-    /// Moves the value out of the object and marks it as taken.
-    ///
-    /// # Safety
-    /// The value must be alive and the caller must own the only strong
-    /// reference, which it gives up (the strong count is set to zero).
-    pub(crate) unsafe fn take_value(ptr: NonNull<GcBox<T>>) -> T {
-        // SAFETY: guaranteed by the caller; with strong = 0 nobody reads the
-        // value again and `Weak::upgrade` fails.
-        unsafe {
-            (*ptr.as_ptr()).header.strong.set(0);
-            ptr::read(ptr::addr_of!((*ptr.as_ptr()).value))
-        }
-    }
-}
-
-/// # Safety
-/// `header` heads a `GcBox<T>` whose value is alive.
-unsafe fn trace_value<T: Trace>(header: NonNull<Header>, tracer: &mut Tracer<'_>) {
-    // SAFETY: guaranteed by the caller.
-    let value = unsafe { &(*header.cast::<GcBox<T>>().as_ptr()).value };
-    value.trace(tracer);
-}
-
-/// # Safety
-/// `header` heads a `GcBox<T>` whose value is alive and unreferenced; it is
-/// dropped exactly once.
-unsafe fn drop_value<T>(header: NonNull<Header>) {
-    // SAFETY: guaranteed by the caller.
-    unsafe {
-        ptr::drop_in_place(ptr::addr_of_mut!(
-            (*header.cast::<GcBox<T>>().as_ptr()).value
-        ))
-    }
-}
-
-/// Drops the value of an object whose last strong reference is gone.
+/// Whether an object of type `T` (its dynamic type, for a trait object) is a
+/// candidate when handled by the family `collect`.
+///
+/// A constant for every type but trait objects, which read the flag that
+/// allocation left in the weak count. Never a reference to the value: this
+/// runs while the value may be in the middle of its own drop (a `Weak` to
+/// itself dropped by its destructor).
 ///
 /// # Safety
-/// The object's strong count is zero, its value alive, and nothing else will
-/// drop it.
+/// `ptr` points to a live allocation.
 #[inline]
-pub(crate) unsafe fn drop_value_erased(header: NonNull<Header>) {
-    // SAFETY: the header is live (the implicit weak reference is held) and the
-    // caller guarantees the value may be dropped now.
-    unsafe {
-        let vt = header.as_ref().vtable;
-        (vt.drop_value)(header)
+pub(crate) unsafe fn is_candidate<T: ?Sized + Pointee>(
+    ptr: NonNull<RcBox<T>>,
+    collect: bool,
+) -> bool {
+    collect
+        && T::MAY_CONTAIN_GC
+        && T::__CANDIDATE
+        // SAFETY: the allocation is live.
+        && (!T::__DYNAMIC || unsafe { counts(ptr) }.is_candidate())
+}
+
+/// The collector's view of the candidate at `ptr`.
+///
+/// # Safety
+/// `ptr` points to a live candidate allocation whose value is not in the
+/// middle of being dropped.
+#[inline]
+pub(crate) unsafe fn object<T: ?Sized + Pointee>(ptr: NonNull<RcBox<T>>) -> Object {
+    Object {
+        // The header starts one word before the counts, inside the
+        // allocation; `ptr` carries the provenance of the whole allocation.
+        header: unsafe_sub_word(ptr.cast()),
+        // SAFETY: the allocation is live and its value alive or completely
+        // dropped (see `Pointee::__vtable`).
+        vtable: unsafe { T::__vtable(value_ptr(ptr)) },
     }
 }
 
-/// Reports the pointers of an object's value.
-///
-/// # Safety
-/// The object is live and its value alive.
-#[inline]
-pub(crate) unsafe fn trace_erased(header: NonNull<Header>, tracer: &mut Tracer<'_>) {
-    // SAFETY: guaranteed by the caller.
-    unsafe {
-        let vt = header.as_ref().vtable;
-        (vt.trace)(header, tracer)
-    }
+/// The offset of the counts in a candidate allocation whose `RcBox` is
+/// aligned to `align`, with `words` words of header in front.
+const fn prefix(align: usize, words: usize) -> usize {
+    let bytes = words * WORD;
+    (bytes + align - 1) & !(align - 1)
 }
 
 /// Releases one weak reference and frees the memory if it was the last.
 ///
 /// # Safety
 /// The caller owns the weak reference (or the strong side's implicit one,
+/// after the value is gone), the value is dropped or was never written,
+/// and `has_meta` is the kind the object was allocated with.
+#[inline]
+pub(crate) unsafe fn release_weak<T: ?Sized + Pointee>(ptr: NonNull<RcBox<T>>, has_meta: bool) {
+    // SAFETY: the memory is live while the caller's weak reference exists.
+    if unsafe { counts(ptr) }.dec_weak() == 0 {
+        // SAFETY: no strong or weak reference remains.
+        unsafe { dealloc(ptr, has_meta) }
+    }
+}
+
+/// Frees the memory of an object.
+///
+/// # Safety
+/// Nothing references the object any more, its value is dropped or was
+/// never written, and `has_meta` is the kind it was allocated with.
+#[inline]
+unsafe fn dealloc<T: ?Sized + Pointee>(ptr: NonNull<RcBox<T>>, has_meta: bool) {
+    // SAFETY: the allocation is live until the `dealloc` below.
+    let (layout, offset) = unsafe { T::__box_layout(value_ptr(ptr), has_meta) };
+    // SAFETY: it was allocated by the global allocator with `layout`,
+    // `offset` bytes before the counts.
+    unsafe { std::alloc::dealloc(ptr.cast::<u8>().as_ptr().sub(offset), layout) }
+}
+
+/// The layout of an allocation whose value has layout `value`, and the
+/// offset of the counts in it (see [`crate::unsize::Pointee::__box_layout`]).
+pub(crate) fn box_layout(value: Layout, has_meta: bool, prefix_words: usize) -> (Layout, usize) {
+    // `RcBox<T>` is `repr(C)`: the counts, then the value.
+    let inner = match Layout::new::<Counts>().extend(value) {
+        Ok((inner, _)) => inner.pad_to_align(),
+        // It was allocated with this layout.
+        Err(_) => unreachable!(),
+    };
+    if has_meta {
+        let offset = prefix(inner.align(), prefix_words);
+        // SAFETY: the allocation was made with this size and alignment.
+        let layout =
+            unsafe { Layout::from_size_align_unchecked(inner.size() + offset, inner.align()) };
+        (layout, offset)
+    } else {
+        (inner, 0)
+    }
+}
+
+/// Drops the value and releases the strong side's weak reference.
+///
+/// # Safety
+/// The strong count is zero, the value alive and referenced by nobody;
+/// it is dropped exactly once. `has_meta` is the object's kind.
+#[inline]
+pub(crate) unsafe fn finish<T: ?Sized + Pointee>(ptr: NonNull<RcBox<T>>, has_meta: bool) {
+    // SAFETY: guaranteed by the caller.
+    unsafe {
+        ptr::drop_in_place(ptr::addr_of_mut!((*ptr.as_ptr()).value));
+        release_weak(ptr, has_meta);
+    }
+}
+
+/// The address one word before `ptr`, with `ptr`'s provenance.
+#[inline]
+fn unsafe_sub_word(ptr: NonNull<Counts>) -> NonNull<Header> {
+    // SAFETY: only used on candidates, whose allocation has the `meta` word
+    // right before the counts, so the result is in bounds and non-null.
+    unsafe { NonNull::new_unchecked(ptr.as_ptr().cast::<usize>().sub(1).cast::<Header>()) }
+}
+
+/// The counts of the object at `ptr`.
+///
+/// # Safety
+/// `ptr` must point to a live allocation (weak count > 0) for `'a`.
+#[inline]
+pub(crate) unsafe fn counts<'a, T: ?Sized>(ptr: NonNull<RcBox<T>>) -> &'a Counts {
+    // SAFETY: the caller guarantees the allocation is live; the counts are
+    // the first field of a repr(C) struct and only accessed through `Cell`s.
+    unsafe { &(*ptr.as_ptr()).counts }
+}
+
+/// The candidate header of the object at `ptr`.
+///
+/// # Safety
+/// `ptr` must point to a live candidate allocation (one with `meta`).
+#[inline]
+pub(crate) unsafe fn header<'a, T: ?Sized>(ptr: NonNull<RcBox<T>>) -> &'a Header {
+    // SAFETY: guaranteed by the caller.
+    unsafe { unsafe_sub_word(ptr.cast()).as_ref() }
+}
+
+/// The value of the object at `ptr`.
+///
+/// # Safety
+/// `ptr` must point to a live allocation whose value has not been dropped,
+/// and the value must outlive `'a` (a strong handle is held for `'a`).
+#[inline]
+pub(crate) unsafe fn value<'a, T: ?Sized>(ptr: NonNull<RcBox<T>>) -> &'a T {
+    // SAFETY: guaranteed by the caller.
+    unsafe { &(*ptr.as_ptr()).value }
+}
+
+/// The value of the object at `ptr`, mutably.
+///
+/// # Safety
+/// As for [`value`], and no other reference to the value may exist for `'a`.
+#[inline]
+pub(crate) unsafe fn value_mut<'a, T: ?Sized>(ptr: NonNull<RcBox<T>>) -> &'a mut T {
+    // SAFETY: guaranteed by the caller.
+    unsafe { &mut (*ptr.as_ptr()).value }
+}
+
+/// A raw pointer to the value, without touching it.
+#[inline]
+pub(crate) fn value_ptr<T: ?Sized>(ptr: NonNull<RcBox<T>>) -> *const T {
+    // SAFETY: computing a field address does not dereference.
+    unsafe { ptr::addr_of!((*ptr.as_ptr()).value) }
+}
+
+/// Moves the value out of the object and marks it as taken.
+///
+/// # Safety
+/// The value must be alive and the caller must own the only strong
+/// reference, which it gives up (the strong count is set to zero).
+pub(crate) unsafe fn take_value<T>(ptr: NonNull<RcBox<T>>) -> T {
+    // SAFETY: guaranteed by the caller; with strong = 0 nobody reads the
+    // value again and `Weak::upgrade` fails.
+    unsafe {
+        counts(ptr).set_strong(0);
+        ptr::read(ptr::addr_of!((*ptr.as_ptr()).value))
+    }
+}
+
+/// The typed pointer of a candidate.
+#[inline]
+fn typed<T>(object: Object) -> NonNull<RcBox<T>> {
+    // SAFETY: one word after the header are the counts, in bounds.
+    unsafe { NonNull::new_unchecked(object.header.as_ptr().cast::<usize>().add(1)) }.cast()
+}
+
+/// # Safety
+/// `object` is a candidate of type `T` whose value is alive.
+unsafe fn trace_value<T: Trace>(object: Object, tracer: &mut Tracer<'_>) {
+    // SAFETY: guaranteed by the caller.
+    let value = unsafe { value(typed::<T>(object)) };
+    value.trace(tracer);
+}
+
+/// # Safety
+/// `object` is a candidate of type `T` whose value is alive and
+/// unreferenced; it is dropped exactly once.
+unsafe fn drop_value<T>(object: Object) {
+    // SAFETY: guaranteed by the caller.
+    unsafe { ptr::drop_in_place(ptr::addr_of_mut!((*typed::<T>(object).as_ptr()).value)) }
+}
+
+/// Drops the value of a candidate whose last strong reference is gone, or
+/// which the collector found garbage.
+///
+/// # Safety
+/// The value is alive and nothing else will drop it or read it.
+#[inline]
+pub(crate) unsafe fn drop_value_erased(object: Object) {
+    // SAFETY: forwarded.
+    unsafe { (object.vtable.drop_value)(object) }
+}
+
+/// Reports the pointers of a candidate's value.
+///
+/// # Safety
+/// The object is live and its value alive.
+#[inline]
+pub(crate) unsafe fn trace_erased(object: Object, tracer: &mut Tracer<'_>) {
+    // SAFETY: guaranteed by the caller.
+    unsafe { (object.vtable.trace)(object, tracer) }
+}
+
+/// Releases one weak reference of a candidate and frees the memory if it was
+/// the last.
+///
+/// # Safety
+/// The caller owns the weak reference (or the strong side's implicit one,
 /// after the value is gone), and the value is dropped or was never written.
 #[inline]
-pub(crate) unsafe fn release_weak(header: NonNull<Header>) {
+pub(crate) unsafe fn release_weak_object(object: Object) {
     // SAFETY: the memory is live while the caller's weak reference exists.
-    let h = unsafe { header.as_ref() };
+    let h = unsafe { object.as_ref() };
     if h.dec_weak() == 0 {
-        let layout = h.vtable.layout;
         // SAFETY: no strong or weak reference remains, so nothing can reach
-        // the memory; it was allocated by the global allocator with `layout`.
-        unsafe { std::alloc::dealloc(header.as_ptr().cast(), layout) }
+        // the memory.
+        unsafe { (object.vtable.dealloc)(object) }
     }
+}
+
+/// Frees the memory of a sized candidate.
+///
+/// # Safety
+/// `object` is a candidate of type `T` that nothing references any more.
+unsafe fn dealloc_sized<T: Trace>(object: Object) {
+    let (layout, offset) = Kind::<T>::CANDIDATE;
+    // SAFETY: it was allocated by the global allocator with `layout`,
+    // `offset` bytes before the counts, which follow the header.
+    unsafe {
+        let base = object.header.cast::<u8>().as_ptr().add(WORD).sub(offset);
+        std::alloc::dealloc(base, layout)
+    }
+}
+
+/// Slices (`Gc<[T]>`, `Rc<[T]>`, and as `[u8]` the bytes of a `str`). A
+/// candidate slice stores its length in the word before `meta`, so that the
+/// collector, which holds only the header's address, can trace it.
+pub(crate) struct SliceKind<T>(PhantomData<T>);
+
+impl<T: Trace> SliceKind<T> {
+    pub(crate) const VTABLE: VTable = VTable {
+        trace: trace_slice::<T>,
+        drop_value: drop_slice::<T>,
+        dealloc: dealloc_slice::<T>,
+    };
+
+    /// The layout of a candidate slice allocation of `len` elements, and
+    /// the offset of the counts in it; `None` if it overflows.
+    fn layout(has_meta: bool, len: usize) -> Option<(Layout, usize)> {
+        let (inner, _) = Layout::new::<Counts>()
+            .extend(Layout::array::<T>(len).ok()?)
+            .ok()?;
+        let inner = inner.pad_to_align();
+        if !has_meta {
+            return Some((inner, 0));
+        }
+        let offset = prefix(inner.align(), 2);
+        let layout =
+            Layout::from_size_align(inner.size().checked_add(offset)?, inner.align()).ok()?;
+        Some((layout, offset))
+    }
+
+    /// Allocates a slice object of `len` elements with one strong reference;
+    /// the elements are uninitialised.
+    fn allocate_uninit(has_meta: bool, len: usize) -> NonNull<RcBox<[T]>> {
+        let Some((layout, offset)) = Self::layout(has_meta, len) else {
+            panic!("slice too large for a Gc");
+        };
+        // SAFETY: the layout has a non-zero size (it contains the counts).
+        let base = unsafe { std::alloc::alloc(layout) };
+        let Some(base) = NonNull::new(base) else {
+            std::alloc::handle_alloc_error(layout)
+        };
+        // SAFETY: `offset` is inside the allocation and aligned for the
+        // counts; a `*mut [T]` cast to `*mut RcBox<[T]>` keeps its length,
+        // which is the element count of the value field.
+        let ptr = unsafe {
+            let counts = base.as_ptr().add(offset);
+            NonNull::new_unchecked(
+                ptr::slice_from_raw_parts_mut(counts.cast::<T>(), len) as *mut RcBox<[T]>
+            )
+        };
+        // SAFETY: the allocation is fresh; a candidate has two words (length
+        // and `meta`) right before the counts.
+        unsafe {
+            ptr::addr_of_mut!((*ptr.as_ptr()).counts).write(Counts::new(1, has_meta));
+            if has_meta {
+                let header = unsafe_sub_word(ptr.cast::<Counts>());
+                header.as_ptr().cast::<Cell<usize>>().write(Cell::new(0));
+                header.as_ptr().cast::<usize>().sub(1).write(len);
+            }
+        }
+        ptr
+    }
+
+    /// Moves the elements of `vec` into a new slice object.
+    pub(crate) fn from_vec(has_meta: bool, vec: Vec<T>) -> NonNull<RcBox<[T]>> {
+        let mut vec = core::mem::ManuallyDrop::new(vec);
+        let len = vec.len();
+        let ptr = Self::allocate_uninit(has_meta, len);
+        // SAFETY: the value field has room for `len` elements and does not
+        // overlap the vector's buffer. The elements are moved: the vector is
+        // then freed with a length of zero, so they are not dropped twice.
+        unsafe {
+            ptr::copy_nonoverlapping(
+                vec.as_ptr(),
+                ptr::addr_of_mut!((*ptr.as_ptr()).value).cast::<T>(),
+                len,
+            );
+            vec.set_len(0);
+            core::mem::ManuallyDrop::drop(&mut vec);
+        }
+        crate::collector::on_allocate();
+        ptr
+    }
+}
+
+impl SliceKind<u8> {
+    /// A leaf object holding a copy of `s`.
+    pub(crate) fn from_str(s: &str) -> NonNull<RcBox<str>> {
+        let ptr = Self::allocate_uninit(false, s.len());
+        // SAFETY: room for `s.len()` bytes, no overlap; `RcBox<[u8]>` and
+        // `RcBox<str>` have the same layout and metadata, and the bytes are
+        // UTF-8.
+        unsafe {
+            ptr::copy_nonoverlapping(
+                s.as_ptr(),
+                ptr::addr_of_mut!((*ptr.as_ptr()).value).cast::<u8>(),
+                s.len(),
+            );
+            crate::collector::on_allocate();
+            NonNull::new_unchecked(ptr.as_ptr() as *mut RcBox<str>)
+        }
+    }
+}
+
+/// The typed pointer of a candidate slice, its length read from the word
+/// before `meta`.
+///
+/// # Safety
+/// `object` is a live candidate slice of `T`.
+#[inline]
+unsafe fn typed_slice<T>(object: Object) -> NonNull<RcBox<[T]>> {
+    // SAFETY: guaranteed by the caller: the length is the word before the
+    // header and the counts the word after, all inside the allocation.
+    unsafe {
+        let len = object.header.as_ptr().cast::<usize>().sub(1).read();
+        let counts = object.header.as_ptr().cast::<usize>().add(1);
+        NonNull::new_unchecked(
+            ptr::slice_from_raw_parts_mut(counts.cast::<T>(), len) as *mut RcBox<[T]>
+        )
+    }
+}
+
+/// # Safety
+/// `object` is a candidate slice of `T` whose value is alive.
+unsafe fn trace_slice<T: Trace>(object: Object, tracer: &mut Tracer<'_>) {
+    // SAFETY: guaranteed by the caller.
+    unsafe { value(typed_slice::<T>(object)) }.trace(tracer);
+}
+
+/// # Safety
+/// `object` is a candidate slice of `T` whose value is alive and
+/// unreferenced; it is dropped exactly once.
+unsafe fn drop_slice<T>(object: Object) {
+    // SAFETY: guaranteed by the caller.
+    unsafe {
+        ptr::drop_in_place(ptr::addr_of_mut!(
+            (*typed_slice::<T>(object).as_ptr()).value
+        ))
+    }
+}
+
+/// # Safety
+/// `object` is a candidate slice of `T` that nothing references any more.
+unsafe fn dealloc_slice<T: Trace>(object: Object) {
+    // SAFETY: guaranteed by the caller; the slice was allocated by
+    // `allocate_uninit` with this layout.
+    unsafe { dealloc(typed_slice::<T>(object), true) }
 }

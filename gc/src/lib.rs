@@ -15,6 +15,15 @@
 //!   collector ([`Policy::Adaptive`] by default, [`Policy::Nim16`] to
 //!   reproduce Nim 1.6's trigger, [`Policy::Manual`]).
 //! * [`sync`]: the thread-safe counterparts.
+//! * [`unsize`]: `Gc<str>`, `Gc<[T]>` and `Gc<dyn Trait>` (and the same for
+//!   `Rc` and the weak handles): [`coerce!`], [`dyn_trace!`], and implicit
+//!   coercions behind the `nightly` feature.
+//!
+//! A `Gc<T>` whose `T` cannot own a pointer, and any `Rc<T>`, is allocated
+//! exactly as `std::rc::Rc<T>`: two counts and the value. A `Gc<T>` that may
+//! be on a cycle has one word more (flags and the collector's slot); the
+//! collector finds each object's type through the typed handle that reaches
+//! it, not through the object.
 //!
 //! ```
 //! use std::cell::RefCell;
@@ -46,6 +55,7 @@
 //! obligation that `unsafe impl Trace` carries is to never report a pointer
 //! the value does not own (see [`trace`]).
 #![warn(missing_docs)]
+#![cfg_attr(feature = "nightly", feature(coerce_unsized, unsize))]
 
 mod collector;
 mod drop_queue;
@@ -60,6 +70,7 @@ pub mod rc;
 pub mod stats;
 pub mod sync;
 pub mod trace;
+pub mod unsize;
 
 #[cfg(test)]
 mod test_support;

@@ -13,13 +13,106 @@ macro_rules! define_pointer {
         collect = $collect:literal;
     ) => {
         $(#[$strong_meta])*
-        pub struct $Strong<T: ?Sized + Trace> {
+        pub struct $Strong<T: ?Sized + Pointee> {
             inner: Strong<T, $collect>,
         }
 
         $(#[$weak_meta])*
-        pub struct $Weak<T: Trace> {
+        pub struct $Weak<T: ?Sized + Pointee> {
             inner: WeakRef<T, $collect>,
+        }
+
+        #[cfg(feature = "nightly")]
+        impl<T, U> core::ops::CoerceUnsized<$Strong<U>> for $Strong<T>
+        where
+            T: ?Sized + Pointee + core::marker::Unsize<U>,
+            U: ?Sized + $crate::unsize::CoerceTarget,
+        {
+        }
+
+        #[cfg(feature = "nightly")]
+        impl<T, U> core::ops::CoerceUnsized<$Weak<U>> for $Weak<T>
+        where
+            T: ?Sized + Pointee + core::marker::Unsize<U>,
+            U: ?Sized + $crate::unsize::CoerceTarget,
+        {
+        }
+
+        impl<T: Trace> $crate::unsize::Coerce for $Strong<T> {
+            type Value = T;
+            type Output<U: ?Sized + $crate::unsize::CoerceTarget> = $Strong<U>;
+
+            unsafe fn __coerce<U: ?Sized + $crate::unsize::CoerceTarget>(
+                self,
+                unsize: impl FnOnce(*const T) -> *const U,
+            ) -> $Strong<U> {
+                // SAFETY: forwarded.
+                $Strong { inner: unsafe { self.inner.coerce(unsize) } }
+            }
+        }
+
+        impl<T: Trace> $crate::unsize::Coerce for $Weak<T> {
+            type Value = T;
+            type Output<U: ?Sized + $crate::unsize::CoerceTarget> = $Weak<U>;
+
+            unsafe fn __coerce<U: ?Sized + $crate::unsize::CoerceTarget>(
+                self,
+                unsize: impl FnOnce(*const T) -> *const U,
+            ) -> $Weak<U> {
+                // SAFETY: forwarded.
+                $Weak { inner: unsafe { self.inner.coerce(unsize) } }
+            }
+        }
+
+        impl<T: Trace + 'static> From<Vec<T>> for $Strong<[T]> {
+            /// Moves the elements into a new object.
+            fn from(vec: Vec<T>) -> Self {
+                $Strong { inner: Strong::from_vec(vec) }
+            }
+        }
+
+        impl<T: Trace + Clone + 'static> From<&[T]> for $Strong<[T]> {
+            /// Clones the elements into a new object.
+            fn from(slice: &[T]) -> Self {
+                $Strong::from(slice.to_vec())
+            }
+        }
+
+        impl<T: Trace + 'static> From<Box<[T]>> for $Strong<[T]> {
+            fn from(slice: Box<[T]>) -> Self {
+                $Strong::from(slice.into_vec())
+            }
+        }
+
+        impl<T: Trace + 'static> FromIterator<T> for $Strong<[T]> {
+            fn from_iter<I: IntoIterator<Item = T>>(iter: I) -> Self {
+                $Strong::from(iter.into_iter().collect::<Vec<T>>())
+            }
+        }
+
+        impl From<&str> for $Strong<str> {
+            fn from(s: &str) -> Self {
+                $Strong { inner: Strong::from_str(s) }
+            }
+        }
+
+        impl From<String> for $Strong<str> {
+            fn from(s: String) -> Self {
+                $Strong::from(s.as_str())
+            }
+        }
+
+        impl From<Box<str>> for $Strong<str> {
+            fn from(s: Box<str>) -> Self {
+                $Strong::from(&*s)
+            }
+        }
+
+        impl<T: Trace + 'static> From<Box<T>> for $Strong<T> {
+            /// Moves the value out of the box into a new object.
+            fn from(value: Box<T>) -> Self {
+                $Strong::new(*value)
+            }
         }
 
         impl<T: Trace + 'static> $Strong<T> {
@@ -38,7 +131,7 @@ macro_rules! define_pointer {
             }
         }
 
-        impl<T: ?Sized + Trace> $Strong<T> {
+        impl<T: ?Sized + Pointee> $Strong<T> {
             /// The value, or `None` if the cycle collector has freed it (a
             /// handle that a destructor kept to a member of a garbage cycle).
             #[inline]
@@ -87,13 +180,15 @@ macro_rules! define_pointer {
             }
         }
 
-        impl<T: Trace> $Strong<T> {
+        impl<T: ?Sized + Pointee> $Strong<T> {
             /// A weak handle to the same object.
             #[inline]
             pub fn downgrade(this: &Self) -> $Weak<T> {
                 $Weak { inner: this.inner.downgrade() }
             }
+        }
 
+        impl<T: Trace> $Strong<T> {
             /// The value, if this is the only strong handle and the value is
             /// alive; otherwise the handle back. Weak handles then fail to
             /// upgrade.
@@ -102,14 +197,14 @@ macro_rules! define_pointer {
             }
         }
 
-        impl<T: ?Sized + Trace> Clone for $Strong<T> {
+        impl<T: ?Sized + Pointee> Clone for $Strong<T> {
             #[inline]
             fn clone(&self) -> Self {
                 $Strong { inner: self.inner.clone() }
             }
         }
 
-        impl<T: ?Sized + Trace> core::ops::Deref for $Strong<T> {
+        impl<T: ?Sized + Pointee> core::ops::Deref for $Strong<T> {
             type Target = T;
 
             /// # Panics
@@ -120,19 +215,19 @@ macro_rules! define_pointer {
             }
         }
 
-        impl<T: ?Sized + Trace> core::borrow::Borrow<T> for $Strong<T> {
+        impl<T: ?Sized + Pointee> core::borrow::Borrow<T> for $Strong<T> {
             fn borrow(&self) -> &T {
                 self
             }
         }
 
-        impl<T: ?Sized + Trace> AsRef<T> for $Strong<T> {
+        impl<T: ?Sized + Pointee> AsRef<T> for $Strong<T> {
             fn as_ref(&self) -> &T {
                 self
             }
         }
 
-        impl<T: ?Sized + Trace + core::fmt::Debug> core::fmt::Debug for $Strong<T> {
+        impl<T: ?Sized + Pointee + core::fmt::Debug> core::fmt::Debug for $Strong<T> {
             fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
                 match self.inner.try_get() {
                     Some(value) => core::fmt::Debug::fmt(value, f),
@@ -141,40 +236,40 @@ macro_rules! define_pointer {
             }
         }
 
-        impl<T: ?Sized + Trace + core::fmt::Display> core::fmt::Display for $Strong<T> {
+        impl<T: ?Sized + Pointee + core::fmt::Display> core::fmt::Display for $Strong<T> {
             fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
                 core::fmt::Display::fmt(&**self, f)
             }
         }
 
-        impl<T: ?Sized + Trace> core::fmt::Pointer for $Strong<T> {
+        impl<T: ?Sized + Pointee> core::fmt::Pointer for $Strong<T> {
             fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
                 core::fmt::Pointer::fmt(&Self::as_ptr(self), f)
             }
         }
 
-        impl<T: ?Sized + Trace + PartialEq> PartialEq for $Strong<T> {
+        impl<T: ?Sized + Pointee + PartialEq> PartialEq for $Strong<T> {
             #[inline]
             fn eq(&self, other: &Self) -> bool {
                 **self == **other
             }
         }
 
-        impl<T: ?Sized + Trace + Eq> Eq for $Strong<T> {}
+        impl<T: ?Sized + Pointee + Eq> Eq for $Strong<T> {}
 
-        impl<T: ?Sized + Trace + PartialOrd> PartialOrd for $Strong<T> {
+        impl<T: ?Sized + Pointee + PartialOrd> PartialOrd for $Strong<T> {
             fn partial_cmp(&self, other: &Self) -> Option<core::cmp::Ordering> {
                 (**self).partial_cmp(&**other)
             }
         }
 
-        impl<T: ?Sized + Trace + Ord> Ord for $Strong<T> {
+        impl<T: ?Sized + Pointee + Ord> Ord for $Strong<T> {
             fn cmp(&self, other: &Self) -> core::cmp::Ordering {
                 (**self).cmp(&**other)
             }
         }
 
-        impl<T: ?Sized + Trace + core::hash::Hash> core::hash::Hash for $Strong<T> {
+        impl<T: ?Sized + Pointee + core::hash::Hash> core::hash::Hash for $Strong<T> {
             fn hash<H: core::hash::Hasher>(&self, state: &mut H) {
                 (**self).hash(state)
             }
@@ -198,6 +293,13 @@ macro_rules! define_pointer {
                 $Weak { inner: WeakRef::new() }
             }
 
+            /// A raw pointer to the value's place (null for `Weak::new()`).
+            pub fn as_ptr(&self) -> *const T {
+                self.inner.as_ptr().unwrap_or(core::ptr::null())
+            }
+        }
+
+        impl<T: ?Sized + Pointee> $Weak<T> {
             /// A strong handle, if the object's value is still alive.
             #[inline]
             pub fn upgrade(&self) -> Option<$Strong<T>> {
@@ -219,14 +321,9 @@ macro_rules! define_pointer {
             pub fn weak_count(&self) -> usize {
                 self.inner.weak_count()
             }
-
-            /// A raw pointer to the value's place (null for `Weak::new()`).
-            pub fn as_ptr(&self) -> *const T {
-                self.inner.as_ptr()
-            }
         }
 
-        impl<T: Trace> Clone for $Weak<T> {
+        impl<T: ?Sized + Pointee> Clone for $Weak<T> {
             fn clone(&self) -> Self {
                 $Weak { inner: self.inner.clone() }
             }
@@ -238,14 +335,14 @@ macro_rules! define_pointer {
             }
         }
 
-        impl<T: Trace> core::fmt::Debug for $Weak<T> {
+        impl<T: ?Sized + Pointee> core::fmt::Debug for $Weak<T> {
             fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
                 f.write_str("(Weak)")
             }
         }
 
         // SAFETY: a weak handle owns no strong reference: nothing to report.
-        unsafe impl<T: Trace> Trace for $Weak<T> {
+        unsafe impl<T: ?Sized + Pointee> Trace for $Weak<T> {
             const MAY_CONTAIN_GC: bool = false;
             fn trace(&self, _: &mut Tracer<'_>) {}
         }

@@ -4,6 +4,7 @@
 use crate::handle::{Strong, WeakRef};
 use crate::pointer::define_pointer;
 use crate::trace::{Trace, Tracer};
+use crate::unsize::Pointee;
 
 define_pointer! {
     /// A single-threaded reference-counted pointer that never collects
@@ -43,7 +44,7 @@ define_pointer! {
 // pointer it owns counts as a reference from outside the heap. Reporting
 // fewer pointers than owned is always safe (cycles through an `Rc` leak, which
 // is the point of this type).
-unsafe impl<T: ?Sized + Trace> Trace for Rc<T> {
+unsafe impl<T: ?Sized + Pointee> Trace for Rc<T> {
     const MAY_CONTAIN_GC: bool = false;
 
     fn trace(&self, _: &mut Tracer<'_>) {}

@@ -77,15 +77,16 @@ use core::ptr::NonNull;
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap, HashSet, LinkedList, VecDeque};
 
 use crate::guards::GuardSink;
+use crate::header::Object;
 
 /// Which family of collected pointer a trace is looking for.
 ///
 /// The single-threaded and the thread-safe collectors share one `Trace` trait;
 /// each pointer type reports itself only to the collector of its own family.
+/// `recycler::Gc` reports its typed candidates through [`Tracer::local_edge`]
+/// to a tracer made by [`Tracer::local`]; the other families report headers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Family {
-    /// `recycler::Gc`: one thread's collector.
-    Local,
     /// `recycler::sync::Gc`: the process-wide collector.
     Sync,
 }
@@ -97,23 +98,20 @@ pub(crate) enum Family {
 /// [`sync::TraceLock`](crate::sync::TraceLock)); pointers report themselves
 /// when their own `trace` is called.
 pub struct Tracer<'a> {
-    family: Family,
-    edges: &'a mut Vec<NonNull<()>>,
+    edges: Edges<'a>,
     keep_alive: bool,
     guards: Option<&'a mut GuardSink>,
 }
 
-impl<'a> Tracer<'a> {
-    /// A tracer that appends the pointers of `family` to `edges`.
-    pub(crate) fn new(family: Family, edges: &'a mut Vec<NonNull<()>>) -> Self {
-        Tracer {
-            family,
-            edges,
-            keep_alive: false,
-            guards: None,
-        }
-    }
+/// Where a [`Tracer`] puts the pointers it is looking for.
+enum Edges<'a> {
+    /// The single-threaded collector's candidates, with their types.
+    Local(&'a mut Vec<Object>),
+    /// The headers of another family's objects.
+    Raw(Family, &'a mut Vec<NonNull<()>>),
+}
 
+impl<'a> Tracer<'a> {
     /// A tracer that also keeps the lock guards that cells hand it through
     /// [`retain`](Tracer::retain) in `guards`, instead of releasing them when
     /// the cell's `trace` returns.
@@ -123,8 +121,7 @@ impl<'a> Tracer<'a> {
         guards: &'a mut GuardSink,
     ) -> Self {
         Tracer {
-            family,
-            edges,
+            edges: Edges::Raw(family, edges),
             keep_alive: false,
             guards: Some(guards),
         }
@@ -148,8 +145,28 @@ impl<'a> Tracer<'a> {
     /// tracer is collecting pointers of `family`.
     #[inline]
     pub(crate) fn edge(&mut self, family: Family, header: NonNull<()>) {
-        if self.family == family {
-            self.edges.push(header);
+        if let Edges::Raw(f, edges) = &mut self.edges {
+            if *f == family {
+                edges.push(header);
+            }
+        }
+    }
+
+    /// A tracer for the single-threaded collector, which appends the
+    /// candidates that `Gc`s report to `objects`.
+    pub(crate) fn local(objects: &'a mut Vec<Object>) -> Self {
+        Tracer {
+            edges: Edges::Local(objects),
+            keep_alive: false,
+            guards: None,
+        }
+    }
+
+    /// Records an edge to a candidate of the single-threaded collector.
+    #[inline]
+    pub(crate) fn local_edge(&mut self, object: Object) {
+        if let Edges::Local(objects) = &mut self.edges {
+            objects.push(object);
         }
     }
 
@@ -447,7 +464,7 @@ mod tests {
     #[test]
     fn keep_alive_is_recorded() {
         let mut edges = Vec::new();
-        let mut tracer = Tracer::new(Family::Local, &mut edges);
+        let mut tracer = Tracer::local(&mut edges);
         let cell = RefCell::new(vec![Some(1u8)]);
         cell.trace(&mut tracer);
         assert!(!tracer.kept_alive());

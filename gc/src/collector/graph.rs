@@ -37,14 +37,12 @@
 //! only buffered member was young would leave every buffer and leak.
 //! Dead objects (values already dropped by an earlier collection) are leaves.
 
-use core::ptr::NonNull;
-
-use crate::header::{self, Header, BUFFERED, DEAD, IN_GRAPH, OLD};
-use crate::trace::{Family, Tracer};
+use crate::header::{self, Object, BUFFERED, DEAD, IN_GRAPH, OLD};
+use crate::trace::Tracer;
 
 /// A node of the side graph.
 struct Node {
-    object: NonNull<Header>,
+    object: Object,
     /// Minus the edges from inside the graph while marking; from `scan` on,
     /// plus the strong count (less the hold of a root).
     trial: isize,
@@ -69,22 +67,22 @@ pub(crate) struct Graph {
     /// by the collection.
     roots: usize,
     edges: Vec<u32>,
-    scratch: Vec<NonNull<()>>,
+    scratch: Vec<Object>,
     work: Vec<u32>,
     /// The last collection's garbage, no longer flagged `IN_GRAPH`, flagged
     /// `DEAD` (and not `OLD`), each with one hold.
-    pub(crate) garbage: Vec<NonNull<Header>>,
+    pub(crate) garbage: Vec<Object>,
     /// Live roots whose hold is the last strong reference (a trace dropped
     /// the others): the hold is to be released by the caller, which frees
     /// them by counting.
-    pub(crate) held: Vec<NonNull<Header>>,
+    pub(crate) held: Vec<Object>,
     /// Objects to buffer again after the last collection: those it kept
     /// alive only because their trace was incomplete, so that a later
     /// collection looks once more, and, after a minor collection, the live
     /// ones with references from outside the graph, which may come from old
     /// members of a garbage cycle, so that the next full collection judges
     /// them.
-    pub(crate) retry: Vec<NonNull<Header>>,
+    pub(crate) retry: Vec<Object>,
 }
 
 /// What a collection found, besides `garbage` and `retry`.
@@ -102,7 +100,7 @@ pub(crate) struct Verdict {
 /// out of a buffer on the way) back so that they are buffered again.
 struct Unmark<'a> {
     graph: &'a mut Graph,
-    rebuffer: &'a mut dyn FnMut(NonNull<Header>),
+    rebuffer: &'a mut dyn FnMut(Object),
 }
 
 impl Drop for Unmark<'_> {
@@ -151,11 +149,11 @@ impl Graph {
     /// flag restored, and the panic propagates.
     pub(crate) fn collect(
         &mut self,
-        roots: &[NonNull<Header>],
+        roots: &[Object],
         minor: bool,
         promote: bool,
-        rebuffer: &mut dyn FnMut(NonNull<Header>),
-        unbuffer: &mut dyn FnMut(NonNull<Header>),
+        rebuffer: &mut dyn FnMut(Object),
+        unbuffer: &mut dyn FnMut(Object),
     ) -> Verdict {
         for &root in roots {
             // SAFETY: buffered objects are live.
@@ -178,7 +176,7 @@ impl Graph {
 
     /// Makes `object` a node. Its `BUFFERED` flag must be clear: the slot
     /// becomes the node index.
-    fn add_node(&mut self, object: NonNull<Header>, was_buffered: bool) -> u32 {
+    fn add_node(&mut self, object: Object, was_buffered: bool) -> u32 {
         // Indices are u32 to halve the graph's memory; four billion objects
         // in one collection would exhaust memory long before.
         let index = u32::try_from(self.nodes.len()).expect("collection graph too large");
@@ -205,20 +203,19 @@ impl Graph {
     /// be freed meanwhile (roots are held, the others owned by traced values)
     /// and cannot be buffered (`IN_GRAPH` stops it); a node's count that
     /// reaches zero anyway (a broken `Trace`) keeps the object, leaked.
-    fn mark(&mut self, minor: bool, unbuffer: &mut dyn FnMut(NonNull<Header>)) {
+    fn mark(&mut self, minor: bool, unbuffer: &mut dyn FnMut(Object)) {
         // Taken for the whole loop; if a trace panics only its capacity is lost.
         let mut scratch = core::mem::take(&mut self.scratch);
         let mut i = 0;
         while let Some(node) = self.nodes.get(i) {
             let object = node.object;
             scratch.clear();
-            let mut tracer = Tracer::new(Family::Local, &mut scratch);
+            let mut tracer = Tracer::local(&mut scratch);
             // SAFETY: nodes are live and alive (dead objects are never added).
             unsafe { header::trace_erased(object, &mut tracer) };
             let opaque = tracer.kept_alive();
             let first_edge = self.edges.len();
             for &target in &scratch {
-                let target = target.cast::<Header>();
                 // SAFETY: a traced handle keeps its target's memory live.
                 let t = unsafe { target.as_ref() };
                 let flags = t.flags();

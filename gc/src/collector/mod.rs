@@ -52,14 +52,13 @@
 mod graph;
 
 use core::cell::{Cell, RefCell};
-use core::ptr::NonNull;
 use core::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::panic::{self, AssertUnwindSafe};
 use std::time::{Duration, Instant};
 
 use self::graph::Graph;
 use crate::drop_queue;
-use crate::header::{self, Header, BUFFERED, DEAD, IN_GRAPH, OLD};
+use crate::header::{self, Header, Object, BUFFERED, DEAD, IN_GRAPH, OLD};
 use crate::policy::Policy;
 use crate::stats::Stats;
 #[cfg(doc)]
@@ -136,10 +135,10 @@ const NIM_MIN_THRESHOLD: usize = 16;
 static NIM_SHARED_THRESHOLD: AtomicUsize = AtomicUsize::new(NIM_INITIAL_THRESHOLD);
 
 struct State {
-    young: Vec<NonNull<Header>>,
-    old: Vec<NonNull<Header>>,
+    young: Vec<Object>,
+    old: Vec<Object>,
     /// The roots vector of the last collection, kept for its capacity.
-    spare: Vec<NonNull<Header>>,
+    spare: Vec<Object>,
     policy: Policy,
     config: AdaptiveConfig,
     /// Young roots that trigger the next minor collection (Adaptive).
@@ -195,7 +194,7 @@ enum Kind {
 }
 
 impl State {
-    fn buffer_of(&mut self, h: &Header) -> &mut Vec<NonNull<Header>> {
+    fn buffer_of(&mut self, h: &Header) -> &mut Vec<Object> {
         if h.has(OLD) {
             &mut self.old
         } else {
@@ -203,7 +202,7 @@ impl State {
         }
     }
 
-    fn push(&mut self, object: NonNull<Header>) {
+    fn push(&mut self, object: Object) {
         // SAFETY: callers pass live objects.
         let h = unsafe { object.as_ref() };
         let buffer = self.buffer_of(h);
@@ -211,7 +210,7 @@ impl State {
         buffer.push(object);
     }
 
-    fn remove(&mut self, object: NonNull<Header>) {
+    fn remove(&mut self, object: Object) {
         // SAFETY: callers pass live objects.
         let h = unsafe { object.as_ref() };
         let buffer = self.buffer_of(h);
@@ -274,7 +273,7 @@ impl State {
 
     /// Takes the roots of a collection out of the buffers; they stay flagged
     /// `BUFFERED` until [`Graph::collect`] enters them.
-    fn take_roots(&mut self, kind: Kind) -> Vec<NonNull<Header>> {
+    fn take_roots(&mut self, kind: Kind) -> Vec<Object> {
         let spare = core::mem::take(&mut self.spare);
         let mut roots = core::mem::replace(&mut self.young, spare);
         if kind == Kind::Full {
@@ -343,7 +342,7 @@ pub(crate) fn on_allocate() {
 /// unbuffered, alive object that may own pointers.
 #[cold]
 #[inline(never)]
-pub(crate) fn buffer(object: NonNull<Header>) {
+pub(crate) fn buffer(object: Object) {
     let due = STATE.try_with(|state| {
         let Ok(mut state) = state.try_borrow_mut() else {
             return None;
@@ -361,33 +360,33 @@ pub(crate) fn buffer(object: NonNull<Header>) {
 /// # Safety
 /// The caller gave up the object's last strong reference.
 #[inline]
-pub(crate) unsafe fn release(object: NonNull<Header>) {
+pub(crate) unsafe fn release(object: Object) {
     // SAFETY: the implicit weak reference keeps the header live.
     let h = unsafe { object.as_ref() };
     if h.flags() & (BUFFERED | OLD | DEAD | IN_GRAPH) != 0 {
         // SAFETY: forwarded.
         return unsafe { release_flagged(object) };
     }
+    on_free_by_rc();
+    // SAFETY: strong is zero, the value alive (not DEAD), the object in no
+    // buffer (not BUFFERED) and in no graph (not IN_GRAPH).
+    unsafe { drop_queue::free_object(object) }
+}
+
+/// Counts an object freed by counting (the caller frees it).
+#[inline]
+pub(crate) fn on_free_by_rc() {
     COUNTERS.with(|c| {
         c.live.set(c.live.get() - 1);
         c.freed_by_rc.set(c.freed_by_rc.get() + 1);
     });
-    if h.vtable().needs_drop {
-        // SAFETY: strong is zero, the value alive (not DEAD), the object in
-        // no buffer (not BUFFERED) and in no graph (a graph only exists while
-        // objects in it have handles).
-        unsafe { drop_queue::free(object) }
-    } else {
-        // SAFETY: nothing to drop; release the strong side's weak reference.
-        unsafe { header::release_weak(object) }
-    }
 }
 
 /// The slow part of [`release`]: unbuffer, leave the old generation, or free
 /// the memory of a dead object.
 #[cold]
 #[inline(never)]
-unsafe fn release_flagged(object: NonNull<Header>) {
+unsafe fn release_flagged(object: Object) {
     // SAFETY: the implicit weak reference keeps the header live.
     let h = unsafe { object.as_ref() };
     if h.has(IN_GRAPH) {
@@ -421,7 +420,7 @@ unsafe fn release_flagged(object: NonNull<Header>) {
     if h.has(DEAD) {
         // The collector dropped the value and counted it; free the memory.
         // SAFETY: strong is zero and the value is gone.
-        unsafe { header::release_weak(object) };
+        unsafe { header::release_weak_object(object) };
         return;
     }
     // SAFETY: now unflagged; `release` handles it as an ordinary object.
@@ -433,25 +432,22 @@ unsafe fn release_flagged(object: NonNull<Header>) {
 ///
 /// # Safety
 /// As stated; the value must not be dropped again.
-pub(crate) unsafe fn release_taken(object: NonNull<Header>) {
+pub(crate) unsafe fn release_taken(object: Object) {
     // SAFETY: the implicit weak reference keeps the header live.
     let h = unsafe { object.as_ref() };
     if h.has(OLD) {
         h.clear_flag(OLD);
         COUNTERS.with(|c| c.old_objects.set(c.old_objects.get() - 1));
     }
-    COUNTERS.with(|c| {
-        c.live.set(c.live.get() - 1);
-        c.freed_by_rc.set(c.freed_by_rc.get() + 1);
-    });
+    on_free_by_rc();
     // SAFETY: the value is gone; release the strong side's weak reference.
-    unsafe { header::release_weak(object) }
+    unsafe { header::release_weak_object(object) }
 }
 
 /// Removes a live object from its roots buffer, if it is in one (for
 /// `get_mut`, which must not hand out `&mut T` to something a collection may
 /// trace).
-pub(crate) fn unbuffer(object: NonNull<Header>) {
+pub(crate) fn unbuffer(object: Object) {
     // SAFETY: callers hold a strong reference.
     if !unsafe { object.as_ref() }.has(BUFFERED) {
         return;
@@ -538,7 +534,7 @@ fn run(kind: Kind) {
 /// Frees the garbage of a collection (prepared by the graph: `DEAD`, one
 /// hold each) in drop order, and frees by counting the live roots in `held`
 /// whose hold was their last reference.
-fn kill(garbage: &[NonNull<Header>], held: &[NonNull<Header>]) {
+fn kill(garbage: &[Object], held: &[Object]) {
     drop_queue::batch(|| {
         for &root in held {
             // SAFETY: the hold keeps the root live until here, and it was the
@@ -589,14 +585,14 @@ fn kill(garbage: &[NonNull<Header>], held: &[NonNull<Header>]) {
 /// # Safety
 /// The caller owns the hold; the value is dropped.
 #[inline]
-unsafe fn release_hold(object: NonNull<Header>) {
+unsafe fn release_hold(object: Object) {
     // SAFETY: the hold keeps the object live until here.
     let h = unsafe { object.as_ref() };
     let strong = h.strong() - 1;
     h.set_strong(strong);
     if strong == 0 {
         // SAFETY: no handle remains and the value is dropped.
-        unsafe { header::release_weak(object) };
+        unsafe { header::release_weak_object(object) };
     }
 }
 

@@ -1,0 +1,126 @@
+//! Same-run ratios on a busy machine: times each workload for
+//! `std::rc::Rc`, `recycler::Gc` and `recycler::Rc` back to back, many rounds
+//! (rotating which pointer goes first), and reports the fastest run of each
+//! (the one least disturbed by other processes) and its ratio to
+//! `std::rc::Rc`. Criterion (`cargo bench -p benches`) stays the reference
+//! on a quiet machine.
+//!
+//! ```sh
+//! cargo run --release -p benches --example ratios -- [ROUNDS] [WORKLOAD SUBSTRING]
+//! ```
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use benches::heap::Heap;
+use benches::ptr::recycler_gc::RecyclerGcDefault;
+use benches::ptr::recycler_rc::RecyclerRc;
+use benches::ptr::std_rc::StdRc;
+use benches::suite::{CHURN_N, RANDOM_OPS, TREE_DEPTH};
+use benches::workloads::hub::{self, Back};
+use benches::workloads::{binary_trees, churn, micro, random_ops, stress};
+use rand::rngs::{SmallRng, StdRng};
+
+const CLONES: u64 = 10_000_000;
+const HUB: usize = 10_000;
+const REQUESTS: usize = 20_000;
+
+const WORKLOADS: [&str; 8] = [
+    "churn",
+    "binary trees",
+    "clone+drop u64 (10M)",
+    "clone+drop candidate (10M)",
+    "new+drop u64 (1M)",
+    "stress test",
+    "random ops",
+    "hub 10k (20k requests, leaking Rc baseline)",
+];
+
+/// What one pointer's workloads keep between rounds.
+struct State<H: Heap> {
+    leaf: H::Leaf,
+    node: H::Pair,
+    root: H::Graph,
+    rng: StdRng,
+    ops: SmallRng,
+}
+
+impl<H: Heap> State<H> {
+    fn new() -> Self {
+        State {
+            leaf: H::leaf(7),
+            node: H::pair(None, None),
+            root: hub::build_tree::<H>(HUB),
+            rng: stress::stress_rng(),
+            ops: random_ops::ops_rng(0),
+        }
+    }
+
+    /// One timed run of workload `w`.
+    fn run(&mut self, w: usize) -> Duration {
+        let start = Instant::now();
+        match w {
+            0 => {
+                black_box(churn::churn::<H>(CHURN_N));
+            }
+            1 => drop(black_box(binary_trees::binary_trees::<H>(TREE_DEPTH))),
+            2 => micro::clone_drop(&self.leaf, CLONES),
+            3 => micro::clone_drop(&self.node, CLONES),
+            4 => micro::new_drop::<H>(1_000_000),
+            5 => drop(black_box(stress::stress_test::<H>(&mut self.rng))),
+            6 => {
+                black_box(random_ops::random_ops::<H>(RANDOM_OPS, &mut self.ops));
+            }
+            _ => {
+                for _ in 0..REQUESTS {
+                    drop(hub::request::<H>(&self.root, Back::Strong));
+                }
+            }
+        }
+        start.elapsed()
+    }
+}
+
+fn main() {
+    let rounds: usize = std::env::args()
+        .nth(1)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(15);
+    let only = std::env::args().nth(2).unwrap_or_default();
+    let mut std_rc = State::<StdRc>::new();
+    let mut gc = State::<RecyclerGcDefault>::new();
+    let mut rc = State::<RecyclerRc>::new();
+    println!("| workload (fastest of {rounds}) | std Rc | recycler Gc | recycler Rc |");
+    println!("|---|---:|---:|---:|");
+    for (w, name) in WORKLOADS.iter().enumerate() {
+        if !name.contains(only.as_str()) {
+            continue;
+        }
+        let mut best = [Duration::MAX; 3];
+        for round in 0..rounds {
+            for k in 0..3 {
+                let which = (round + k) % 3;
+                let t = match which {
+                    0 => std_rc.run(w),
+                    1 => gc.run(w),
+                    _ => rc.run(w),
+                };
+                best[which] = best[which].min(t);
+            }
+        }
+        let base = best[0].as_secs_f64();
+        let cell = |d: Duration| {
+            format!(
+                "{:.2} ms ({:.2}×)",
+                d.as_secs_f64() * 1e3,
+                d.as_secs_f64() / base
+            )
+        };
+        println!(
+            "| {name} | {:.2} ms | {} | {} |",
+            base * 1e3,
+            cell(best[1]),
+            cell(best[2])
+        );
+    }
+}

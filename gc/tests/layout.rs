@@ -1,0 +1,156 @@
+//! The size of every allocation, measured at the allocator: a leaf `Gc<T>`
+//! (`T::MAY_CONTAIN_GC == false`) and any `recycler::Rc<T>` allocate exactly
+//! what `std::rc::Rc<T>` does; a candidate `Gc<T>` one word more. Weak
+//! handles, `new_cyclic`, `try_unwrap` and collection free exactly what was
+//! allocated (the allocator checks the layout on every free).
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::{Cell, RefCell};
+
+use recycler::{Gc, Rc, Trace};
+
+/// Records allocation sizes on the current thread while `RECORD` is set, and
+/// checks that every free uses the layout its allocation had.
+struct Recording;
+
+thread_local! {
+    static RECORD: Cell<bool> = const { Cell::new(false) };
+    static SIZES: RefCell<Vec<(usize, usize)>> = const { RefCell::new(Vec::new()) };
+    static OUTSTANDING: Cell<isize> = const { Cell::new(0) };
+}
+
+// SAFETY: forwards to `System`; the bookkeeping allocates nothing while it
+// runs (the recording flag is cleared around the push).
+unsafe impl GlobalAlloc for Recording {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        if RECORD.try_with(|r| r.replace(false)).unwrap_or(false) {
+            SIZES.with(|s| s.borrow_mut().push((layout.size(), layout.align())));
+            OUTSTANDING.with(|o| o.set(o.get() + layout.size() as isize));
+            RECORD.with(|r| r.set(true));
+        }
+        // SAFETY: forwarded.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        if RECORD.try_with(|r| r.get()).unwrap_or(false) {
+            OUTSTANDING.with(|o| o.set(o.get() - layout.size() as isize));
+        }
+        // SAFETY: forwarded.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static ALLOC: Recording = Recording;
+
+/// The sizes of the allocations `f` makes, and the bytes it leaves allocated.
+fn sizes<R>(f: impl FnOnce() -> R) -> (Vec<usize>, isize) {
+    SIZES.with(|s| s.borrow_mut().clear());
+    OUTSTANDING.with(|o| o.set(0));
+    RECORD.with(|r| r.set(true));
+    let result = f();
+    drop(result);
+    RECORD.with(|r| r.set(false));
+    let sizes = SIZES.with(|s| s.borrow().iter().map(|&(size, _)| size).collect());
+    (sizes, OUTSTANDING.with(|o| o.get()))
+}
+
+/// A candidate: may own a `Gc`.
+#[derive(Trace, Default)]
+struct Node {
+    next: RefCell<Option<Gc<Node>>>,
+}
+
+#[derive(Trace, Default)]
+#[repr(align(32))]
+struct Aligned {
+    next: RefCell<Option<Gc<Aligned>>>,
+}
+
+const WORD: usize = std::mem::size_of::<usize>();
+
+#[test]
+fn leaves_and_rc_allocate_what_std_rc_does() {
+    let std_u64 = sizes(|| std::rc::Rc::new(7u64)).0;
+    assert_eq!(std_u64, vec![2 * WORD + 8]);
+    assert_eq!(sizes(|| Gc::new(7u64)), (std_u64.clone(), 0));
+    assert_eq!(sizes(|| Rc::new(7u64)), (std_u64, 0));
+
+    let std_string = sizes(|| std::rc::Rc::new(String::new())).0;
+    assert_eq!(sizes(|| Gc::new(String::new())).0, std_string);
+
+    // `recycler::Rc` is never a candidate, whatever it holds.
+    let std_node = sizes(|| std::rc::Rc::new(Node::default())).0;
+    assert_eq!(sizes(|| Rc::new(Node::default())), (std_node, 0));
+}
+
+#[test]
+fn candidates_add_one_word() {
+    let std_node = sizes(|| std::rc::Rc::new(Node::default())).0[0];
+    assert_eq!(
+        sizes(|| Gc::new(Node::default())),
+        (vec![std_node + WORD], 0)
+    );
+    // Above word alignment the `meta` word costs one alignment unit.
+    let std_aligned = sizes(|| std::rc::Rc::new(Aligned::default())).0[0];
+    let (gc_aligned, left) = sizes(|| {
+        let a = Gc::new(Aligned::default());
+        assert_eq!(Gc::as_ptr(&a) as usize % 32, 0);
+        a
+    });
+    assert_eq!((gc_aligned, left), (vec![std_aligned + 32], 0));
+}
+
+#[test]
+fn weak_cyclic_unwrap_and_collection_free_what_they_allocated() {
+    // A weak handle that outlives the value keeps the memory, then frees it.
+    let (_, left) = sizes(|| {
+        let a = Gc::new(Node::default());
+        let w = Gc::downgrade(&a);
+        drop(a);
+        assert!(w.upgrade().is_none());
+        w
+    });
+    assert_eq!(left, 0);
+    let (_, left) = sizes(|| {
+        let a = Rc::new(5u64);
+        let w = Rc::downgrade(&a);
+        drop(a);
+        w
+    });
+    assert_eq!(left, 0);
+    // `new_cyclic`, both kinds.
+    let (_, left) = sizes(|| {
+        let n = Gc::new_cyclic(|w: &recycler::Weak<Node>| {
+            assert!(w.upgrade().is_none());
+            Node::default()
+        });
+        let l = Rc::new_cyclic(|_: &recycler::rc::Weak<u64>| 3u64);
+        (n, l)
+    });
+    assert_eq!(left, 0);
+    // `try_unwrap`, both kinds.
+    let (_, left) = sizes(|| {
+        let n = Gc::try_unwrap(Gc::new(Node::default())).ok().unwrap();
+        let l = Rc::try_unwrap(Rc::new(String::from("x"))).unwrap();
+        (n, l)
+    });
+    assert_eq!(left, 0);
+    // A collected cycle, and a dead handle kept past the collection. The
+    // first runs warm up the collector's buffers, which it keeps.
+    let cycle = || {
+        let a = Gc::new(Node::default());
+        let b = Gc::new(Node::default());
+        *a.next.borrow_mut() = Some(b.clone());
+        *b.next.borrow_mut() = Some(a.clone());
+        let w = Gc::downgrade(&a);
+        drop((a, b));
+        recycler::collect();
+        assert!(w.upgrade().is_none());
+    };
+    cycle();
+    cycle();
+    let (sizes, left) = sizes(cycle);
+    assert_eq!((sizes.len(), left), (2, 0));
+}
