@@ -115,6 +115,12 @@ struct Node {
     word: u64,
     /// Range of this node's out-edges in `Work::edges`.
     edges: (u32, u32),
+    /// The trial count: the snapshot count minus our hold minus the
+    /// internal edges seen so far (then, in a component's Σ-test, what is
+    /// left of it).
+    trial: i64,
+    /// Found live (reachable from an external reference or a kept node).
+    live: bool,
     /// A cell could not be inspected.
     kept: bool,
     /// Our hold has been released.
@@ -140,9 +146,6 @@ pub(crate) struct Work {
     /// validated.
     guards: GuardSink,
     entries: Vec<Entry>,
-    /// Trial counts, then (per component) the Σ-test's remaining counts.
-    trial: Vec<i64>,
-    live: Vec<bool>,
     stack: Vec<u32>,
     /// Union-find parents, then component numbers by node.
     parent: Vec<u32>,
@@ -177,6 +180,8 @@ impl Work {
             header,
             word,
             edges: (0, 0),
+            trial: count(word) as i64 - 1,
+            live: false,
             kept: false,
             released: false,
         });
@@ -210,20 +215,17 @@ impl Work {
         }
     }
 
-    /// Releases every remaining hold and empties the buffers (keeping their
-    /// capacity, unless a huge collection left far more than it needs).
+    /// Empties the buffers (keeping their capacity, unless a huge collection
+    /// left far more than it needs).
     fn finish(&mut self) {
         self.guards.clear();
-        for i in 0..self.nodes.len() {
-            self.release(i);
-        }
+        // Step 6 of the collection released every hold.
+        debug_assert!(self.nodes.iter().all(|node| node.released));
         let n = self.nodes.len();
         self.nodes.clear();
         self.edges.clear();
         self.targets.clear();
         self.entries.clear();
-        self.trial.clear();
-        self.live.clear();
         self.stack.clear();
         self.parent.clear();
         self.member_of.clear();
@@ -488,6 +490,7 @@ fn collect_locked(global: &Global, w: &mut Work, kind: Kind) -> (usize, usize, P
                 },
             };
             w.edges.push(j);
+            w.nodes[j as usize].trial -= 1;
         }
         if w.guards.len() > PIN_BUDGET {
             w.guards.clear();
@@ -504,18 +507,12 @@ fn collect_locked(global: &Global, w: &mut Work, kind: Kind) -> (usize, usize, P
     let n = traced;
 
     // 3. Trial deletion on private counts.
-    w.trial
-        .extend(w.nodes.iter().map(|node| count(node.word) as i64 - 1));
-    for &j in &w.edges {
-        w.trial[j as usize] -= 1;
-    }
-    w.live.resize(n, false);
     for i in 0..n {
-        let node = &w.nodes[i];
-        if w.trial[i] != 0 || node.kept {
-            w.live[i] = true;
+        let node = &mut w.nodes[i];
+        if node.trial != 0 || node.kept {
+            node.live = true;
             w.stack.push(i as u32);
-            if node.kept || w.trial[i] < 0 {
+            if node.kept || node.trial < 0 {
                 // Opaque right now (a locked cell) or seen inconsistently
                 // while it changed: not known to be live, so look again
                 // next time.
@@ -526,8 +523,8 @@ fn collect_locked(global: &Global, w: &mut Work, kind: Kind) -> (usize, usize, P
     while let Some(i) = w.stack.pop() {
         let (a, b) = w.nodes[i as usize].edges;
         for &j in &w.edges[a as usize..b as usize] {
-            if !w.live[j as usize] {
-                w.live[j as usize] = true;
+            if !w.nodes[j as usize].live {
+                w.nodes[j as usize].live = true;
                 w.stack.push(j);
             }
         }
@@ -545,12 +542,8 @@ fn collect_locked(global: &Global, w: &mut Work, kind: Kind) -> (usize, usize, P
         validate_components(w);
     }
 
-    // 5. Free the doomed: dead first, then drop every value, then memory.
-    for &m in &w.doomed {
-        // SAFETY: validation proved that no other thread can reach `m`
-        // (module docs), so nobody reads the flag concurrently.
-        unsafe { w.nodes[m as usize].header.as_ref().dead.set() };
-    }
+    // 5. Free the doomed (marked dead by `doom`): drop every value, then
+    //    memory.
     // A `Trace` panic came first. Fields of a garbage value whose count
     // reaches zero are only queued (we run in a drop batch), so a value whose
     // `Drop` panics unwinds through no other user code.
@@ -626,11 +619,11 @@ fn collect_locked(global: &Global, w: &mut Work, kind: Kind) -> (usize, usize, P
 fn claim_pinned(w: &mut Work, pinned_from: usize) -> bool {
     debug_assert!(w.doomed.is_empty());
     let n = w.nodes.len();
-    if (0..pinned_from).any(|i| !w.live[i]) {
+    if (0..pinned_from).any(|i| !w.nodes[i].live) {
         return false;
     }
     for i in pinned_from..n {
-        if w.live[i] {
+        if w.nodes[i].live {
             continue;
         }
         let node = &w.nodes[i];
@@ -652,12 +645,27 @@ fn claim_pinned(w: &mut Work, pinned_from: usize) -> bool {
         w.doomed.push(i as u32);
     }
     for &m in &w.doomed {
-        // SAFETY: held.
-        unsafe { w.nodes[m as usize].header.as_ref() }
-            .word
-            .fetch_or(DOOMED, AcqRel);
+        doom(&w.nodes[m as usize]);
     }
     true
+}
+
+/// Dooms a node whose Δ-test succeeded as part of a validated set: marks
+/// it dead, then sets `DOOMED` with a plain store.
+///
+/// A store suffices: from its successful CAS until its value is dropped, no
+/// other thread writes the word (there is no handle to clone or drop
+/// outside the validated set, `Weak::upgrade` only loads while `CLAIMED` is
+/// set, and only the collector-lock holder drains or holds), and no user
+/// code runs in between on this thread. Dead first: once the values drop,
+/// their destructors may reach each other's handles.
+fn doom(node: &Node) {
+    // SAFETY: held; validation proved that no other thread can reach the
+    // object (module docs), so nobody reads the flag concurrently.
+    let header = unsafe { node.header.as_ref() };
+    // SAFETY: as above.
+    unsafe { header.dead.set() };
+    header.word.store(node.word | CLAIMED | DOOMED, Release);
 }
 
 /// The slow path of validation: the weakly connected components of the
@@ -676,13 +684,13 @@ fn validate_components(w: &mut Work) {
         i
     }
     for i in 0..n {
-        if w.live[i] {
+        if w.nodes[i].live {
             continue;
         }
         let (a, b) = w.nodes[i].edges;
         for k in a as usize..b as usize {
             let j = w.edges[k];
-            if !w.live[j as usize] {
+            if !w.nodes[j as usize].live {
                 let ri = find(&mut w.parent, i as u32);
                 let rj = find(&mut w.parent, j);
                 w.parent[ri as usize] = rj;
@@ -694,7 +702,7 @@ fn validate_components(w: &mut Work) {
     w.member_of.resize(n, NONE);
     let mut components = 0u32;
     for i in 0..n {
-        if w.live[i] {
+        if w.nodes[i].live {
             continue;
         }
         let root = find(&mut w.parent, i as u32) as usize;
@@ -706,7 +714,7 @@ fn validate_components(w: &mut Work) {
     }
     w.bounds.resize(components as usize + 1, 0);
     for i in 0..n {
-        if !w.live[i] {
+        if !w.nodes[i].live {
             w.bounds[w.member_of[i] as usize + 1] += 1;
         }
     }
@@ -718,7 +726,7 @@ fn validate_components(w: &mut Work) {
     // `stack` is empty: reuse it as the fill cursor of each component.
     w.stack.extend_from_slice(&w.bounds[..components as usize]);
     for i in 0..n {
-        if !w.live[i] {
+        if !w.nodes[i].live {
             let c = w.member_of[i] as usize;
             w.members[w.stack[c] as usize] = i as u32;
             w.stack[c] += 1;
@@ -755,7 +763,7 @@ fn promote_live(global: &Global, w: &mut Work, minor: bool) -> usize {
     let mut promoted = 0;
     for i in 0..w.nodes.len() {
         let node = &w.nodes[i];
-        if !w.live[i] || node.kept || w.trial[i] < 0 {
+        if !w.nodes[i].live || node.kept || w.nodes[i].trial < 0 {
             continue;
         }
         // SAFETY: held; collector lock held.
@@ -766,7 +774,7 @@ fn promote_live(global: &Global, w: &mut Work, minor: bool) -> usize {
             unsafe { header.generation.promote() };
             promoted += 1;
         }
-        if minor && w.trial[i] > 0 && header.rebuffer() {
+        if minor && w.nodes[i].trial > 0 && header.rebuffer() {
             w.old_roots.push(Entry(node.header));
         }
     }
@@ -790,7 +798,7 @@ fn validate(w: &mut Work, a: usize, b: usize, id: u32) -> bool {
     // counts of this component's members.
     for k in a..b {
         let m = w.members[k] as usize;
-        w.trial[m] = count(w.nodes[m].word) as i64 - 1;
+        w.nodes[m].trial = count(w.nodes[m].word) as i64 - 1;
     }
     let mut closed = true;
     for k in a..b {
@@ -807,12 +815,15 @@ fn validate(w: &mut Work, a: usize, b: usize, id: u32) -> bool {
             // SAFETY: reported by a handle in a locked cell or held object.
             if let Some(j) = unsafe { w.lookup(target) } {
                 if w.member_of[j as usize] == id {
-                    w.trial[j as usize] -= 1;
+                    w.nodes[j as usize].trial -= 1;
                 }
             }
         }
     }
-    closed = closed && w.members[a..b].iter().all(|&m| w.trial[m as usize] == 0);
+    closed = closed
+        && w.members[a..b]
+            .iter()
+            .all(|&m| w.nodes[m as usize].trial == 0);
     // t*: every cell of the component is locked right now.
     w.guards.clear();
     if !closed {
@@ -839,10 +850,7 @@ fn validate(w: &mut Work, a: usize, b: usize, id: u32) -> bool {
         }
     }
     for &m in &w.members[a..b] {
-        // SAFETY: held.
-        unsafe { w.nodes[m as usize].header.as_ref() }
-            .word
-            .fetch_or(DOOMED, AcqRel);
+        doom(&w.nodes[m as usize]);
     }
     true
 }
