@@ -51,8 +51,11 @@
 //!      garbage on its own: lock all of its cells at once and re-trace it
 //!      (the Σ-test), release the locks, then the Δ-test. A failing
 //!      component is unclaimed and buffered again, and left for later.
-//! 5. **Free** the doomed members: mark them dead, drop every value (a panic
-//!    is kept and re-raised at the end), mark them `GONE`, release the holds.
+//! 5. **Free** the doomed members (marked dead when doomed): drop each value
+//!    (a panic is kept and re-raised at the end), then set `GONE` and
+//!    release the hold in one RMW (`Header::release_doomed`). Releasing one
+//!    member early is safe: its count reaches zero only if no other member's
+//!    value still holds a handle to it.
 //! 6. Release the holds on everything else.
 //!
 //! A `Trace` impl that panics (steps 2 and 4) is treated as a cell that could
@@ -68,7 +71,7 @@ use core::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 
 use super::drops::{self, Panic};
-use super::header::{count, Drained, Header, CLAIMED, DOOMED, GONE};
+use super::header::{count, Drained, Header, CLAIMED, DOOMED};
 use super::prim::MutexGuard;
 use super::state::{global, push_root_quietly, Entry, Global};
 use crate::guards::GuardSink;
@@ -542,14 +545,20 @@ fn collect_locked(global: &Global, w: &mut Work, kind: Kind) -> (usize, usize, P
         validate_components(w);
     }
 
-    // 5. Free the doomed (marked dead by `doom`): drop every value, then
-    //    memory.
+    // 5. Free the doomed (marked dead by `doom`): drop each value, then set
+    //    `GONE` and release our hold in one RMW. A member whose memory that
+    //    frees is referenced by no other member's value (its count would
+    //    not reach zero), so the drops that follow never touch it.
     // A `Trace` panic came first. Fields of a garbage value whose count
     // reaches zero are only queued (we run in a drop batch), so a value whose
     // `Drop` panics unwinds through no other user code.
     let mut panic = w.panic.take();
-    for &m in &w.doomed {
-        let header = w.nodes[m as usize].header;
+    let mut old_freed = 0;
+    for k in 0..w.doomed.len() {
+        let node = &mut w.nodes[w.doomed[k] as usize];
+        let header = node.header;
+        // SAFETY: held; collector lock held.
+        old_freed += u64::from(unsafe { header.as_ref().generation.is_old() });
         // SAFETY: doomed and held: the value is alive and ours alone.
         let result = catch_unwind(AssertUnwindSafe(|| unsafe {
             (header.as_ref().vtable.drop_value)(header)
@@ -557,23 +566,14 @@ fn collect_locked(global: &Global, w: &mut Work, kind: Kind) -> (usize, usize, P
         if let Err(payload) = result {
             panic.get_or_insert(payload);
         }
-        // SAFETY: still held.
-        unsafe { header.as_ref() }.word.fetch_or(GONE, Release);
+        node.released = true;
+        // SAFETY: held (the hold is consumed here), doomed, value dropped.
+        unsafe { Header::release_doomed(header) };
     }
     let freed = w.doomed.len();
     global.freed_by_collector.fetch_add(freed as u64, Relaxed);
     if !minor {
-        let old_freed = w.doomed.iter().filter(|&&m| {
-            // SAFETY: held; collector lock held.
-            unsafe { w.nodes[m as usize].header.as_ref().generation.is_old() }
-        });
-        global
-            .old_freed_by_collector
-            .fetch_add(old_freed.count() as u64, Relaxed);
-    }
-    for k in 0..w.doomed.len() {
-        let m = w.doomed[k] as usize;
-        w.release(m);
+        global.old_freed_by_collector.fetch_add(old_freed, Relaxed);
     }
 
     // 6. Everything else.
