@@ -4,8 +4,10 @@
 //! sync_profile`, then
 //! `valgrind --tool=callgrind target/release/sync_profile hub recycler-sync-gc 10000 100000`.
 //!
-//! Workloads: `hub <pointer> <H> <requests>` (one thread) and
-//! `churn <pointer> <threads> <cycles per thread>`; pointers:
+//! Workloads: `hub <pointer> <H> <requests>` (one thread),
+//! `churn <pointer> <threads> <cycles per thread>` and
+//! `random <pointer> <threads> <operations>` (the threaded random
+//! operations); pointers:
 //! `recycler-sync-gc`, `recycler-sync-gc-thread`, `arc-leak`. Prints the
 //! nodes left alive at the end (0 for the collectors).
 
@@ -13,13 +15,14 @@ use benches::heap::{Heap, SyncHeap};
 use benches::live;
 use benches::ptr::recycler_sync_gc::{RecyclerSyncGc, RecyclerSyncGcThread};
 use benches::ptr::std_arc::StdArc;
-use benches::workloads::cycle_churn;
 use benches::workloads::hub::{self, Back};
+use benches::workloads::{cycle_churn, threaded};
 
 fn usage() -> ! {
     eprintln!(
         "usage: sync_profile hub <recycler-sync-gc|recycler-sync-gc-thread|arc-leak> <H> <requests>\n       \
-         sync_profile churn <recycler-sync-gc|recycler-sync-gc-thread|arc-leak> <threads> <cycles>"
+         sync_profile churn <recycler-sync-gc|recycler-sync-gc-thread|arc-leak> <threads> <cycles>\n       \
+         sync_profile random <recycler-sync-gc|recycler-sync-gc-thread|arc> <threads> <operations>"
     );
     std::process::exit(2);
 }
@@ -48,6 +51,13 @@ fn churn_run<H: SyncHeap>(threads: usize, n: usize, leak: bool) {
     );
 }
 
+fn random_run<H: SyncHeap>(threads: usize, ops: usize) {
+    H::prepare();
+    let t = threaded::run::<H>(threaded::roots::<H>(threads), threads, ops);
+    H::collect();
+    eprintln!("{:.1} ms", t.as_secs_f64() * 1e3);
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let [work, ptr, a, b] = &args[..] else {
@@ -63,6 +73,9 @@ fn main() {
         ("churn", "recycler-sync-gc") => churn_run::<RecyclerSyncGc>(a, b, false),
         ("churn", "recycler-sync-gc-thread") => churn_run::<RecyclerSyncGcThread>(a, b, false),
         ("churn", "arc-leak") => churn_run::<StdArc>(a, b, true),
+        ("random", "recycler-sync-gc") => random_run::<RecyclerSyncGc>(a, b),
+        ("random", "recycler-sync-gc-thread") => random_run::<RecyclerSyncGcThread>(a, b),
+        ("random", "arc") => random_run::<StdArc>(a, b),
         _ => usage(),
     }
     println!("alive at the end: {}", live::alive());
