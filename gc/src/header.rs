@@ -691,21 +691,12 @@ impl<T: Trace> SliceKind<T> {
 
     /// Moves the elements of `vec` into a new slice object.
     pub(crate) fn from_vec(has_meta: bool, vec: Vec<T>) -> NonNull<RcBox<[T]>> {
-        let mut vec = core::mem::ManuallyDrop::new(vec);
-        let len = vec.len();
-        let ptr = Self::allocate_uninit(has_meta, len);
-        // SAFETY: the value field has room for `len` elements and does not
-        // overlap the vector's buffer. The elements are moved: the vector is
-        // then freed with a length of zero, so they are not dropped twice.
+        let ptr = Self::allocate_uninit(has_meta, vec.len());
+        // SAFETY: the value field has room for `vec.len()` elements and is
+        // fresh memory.
         unsafe {
-            ptr::copy_nonoverlapping(
-                vec.as_ptr(),
-                ptr::addr_of_mut!((*ptr.as_ptr()).value).cast::<T>(),
-                len,
-            );
-            vec.set_len(0);
-            core::mem::ManuallyDrop::drop(&mut vec);
-        }
+            crate::unsize::move_elements(vec, ptr::addr_of_mut!((*ptr.as_ptr()).value).cast())
+        };
         crate::collector::on_allocate();
         ptr
     }

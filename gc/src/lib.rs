@@ -16,8 +16,9 @@
 //!   reproduce Nim 1.6's trigger, [`Policy::Manual`]).
 //! * [`sync`]: the thread-safe counterparts.
 //! * [`unsize`]: `Gc<str>`, `Gc<[T]>` and `Gc<dyn Trait>` (and the same for
-//!   `Rc` and the weak handles): [`coerce!`], [`dyn_trace!`], and implicit
-//!   coercions behind the `nightly` feature.
+//!   `Rc`, the weak handles, and the [`sync`] pointers, as
+//!   `sync::Gc<dyn Trait + Send + Sync>`): [`coerce!`], [`dyn_trace!`], and
+//!   implicit coercions behind the `nightly` feature.
 //!
 //! A `Gc<T>` whose `T` cannot own a pointer, and any `Rc<T>`, is allocated
 //! exactly as `std::rc::Rc<T>`: two counts and the value. A `Gc<T>` that may

@@ -71,49 +71,13 @@ macro_rules! define_pointer {
             }
         }
 
-        impl<T: Trace + Clone + 'static> From<&[T]> for $Strong<[T]> {
-            /// Clones the elements into a new object.
-            fn from(slice: &[T]) -> Self {
-                $Strong::from(slice.to_vec())
-            }
-        }
-
-        impl<T: Trace + 'static> From<Box<[T]>> for $Strong<[T]> {
-            fn from(slice: Box<[T]>) -> Self {
-                $Strong::from(slice.into_vec())
-            }
-        }
-
-        impl<T: Trace + 'static> FromIterator<T> for $Strong<[T]> {
-            fn from_iter<I: IntoIterator<Item = T>>(iter: I) -> Self {
-                $Strong::from(iter.into_iter().collect::<Vec<T>>())
-            }
-        }
-
         impl From<&str> for $Strong<str> {
             fn from(s: &str) -> Self {
                 $Strong { inner: Strong::from_str(s) }
             }
         }
 
-        impl From<String> for $Strong<str> {
-            fn from(s: String) -> Self {
-                $Strong::from(s.as_str())
-            }
-        }
-
-        impl From<Box<str>> for $Strong<str> {
-            fn from(s: Box<str>) -> Self {
-                $Strong::from(&*s)
-            }
-        }
-
-        impl<T: Trace + 'static> From<Box<T>> for $Strong<T> {
-            /// Moves the value out of the box into a new object.
-            fn from(value: Box<T>) -> Self {
-                $Strong::new(*value)
-            }
-        }
+        $crate::unsize::conversions!($Strong, [Trace + 'static]);
 
         impl<T: Trace + 'static> $Strong<T> {
             /// Allocates `value` with a strong count of one.

@@ -1,5 +1,8 @@
 //! Unsized values: `Gc<str>`, `Gc<[T]>` and `Gc<dyn Trait>` (and the same
-//! for [`Rc`](crate::Rc) and the weak handles).
+//! for [`Rc`](crate::Rc) and the weak handles). The thread-safe pointers
+//! have them too, with the same constructors and macros, as
+//! `sync::Gc<dyn Trait + Send + Sync>` (see the
+//! [`sync` docs](crate::sync#unsized-values)).
 //!
 //! * `str` and `[T]`: built with `From<&str>`, `From<String>`,
 //!   `From<Box<str>>`, `From<Vec<T>>`, `From<&[T]>` (`T: Clone`),
@@ -215,15 +218,21 @@ impl<T: Trace> DynTrace for T {
 /// Only for trait objects whose [`Pointee`] impl forwards to [`DynTrace`].
 pub unsafe trait CoerceTarget: Pointee {}
 
-/// Declares `dyn Trait` (for a trait with [`DynTrace`] as a supertrait) as
-/// something a [`Gc`](crate::Gc), [`Rc`](crate::Rc) or weak handle can point
-/// to: implements [`Trace`] for it (tracing the concrete value),
-/// [`Pointee`] and [`CoerceTarget`]. See the [module docs](crate::unsize).
+/// Declares `dyn Trait` and `dyn Trait + Send + Sync` (for a trait with
+/// [`DynTrace`] as a supertrait) as something a [`Gc`](crate::Gc),
+/// [`Rc`](crate::Rc), weak handle, or [`sync`](crate::sync) pointer (with
+/// `+ Send + Sync`) can point to: implements [`Trace`] for both (tracing the
+/// concrete value), [`Pointee`] and [`CoerceTarget`]. See the
+/// [module docs](crate::unsize).
 #[macro_export]
 macro_rules! dyn_trace {
     ($trait:path) => {
+        $crate::dyn_trace!(@object dyn $trait);
+        $crate::dyn_trace!(@object dyn $trait + ::core::marker::Send + ::core::marker::Sync);
+    };
+    (@object $object:ty) => {
         // SAFETY: traces the concrete value through its own `Trace` impl.
-        unsafe impl $crate::Trace for dyn $trait {
+        unsafe impl $crate::Trace for $object {
             const MAY_CONTAIN_GC: bool = true;
             fn trace(&self, tracer: &mut $crate::Tracer<'_>) {
                 $crate::unsize::DynTrace::__dyn_trace(self, tracer)
@@ -231,7 +240,7 @@ macro_rules! dyn_trace {
         }
         // SAFETY: candidacy is read from the object, the operations come
         // from the concrete type through the trait object's vtable.
-        unsafe impl $crate::unsize::Pointee for dyn $trait {
+        unsafe impl $crate::unsize::Pointee for $object {
             const __CANDIDATE: bool = true;
             const __DYNAMIC: bool = true;
             #[allow(unsafe_code)]
@@ -247,7 +256,7 @@ macro_rules! dyn_trace {
             }
         }
         // SAFETY: the `Pointee` impl above forwards to `DynTrace`.
-        unsafe impl $crate::unsize::CoerceTarget for dyn $trait {}
+        unsafe impl $crate::unsize::CoerceTarget for $object {}
     };
 }
 
@@ -308,3 +317,66 @@ pub trait Coerce: Sized {
         unsize: impl FnOnce(*const Self::Value) -> *const U,
     ) -> Self::Output<U>;
 }
+
+/// Moves the elements of `vec` to `dst` and frees the vector's buffer.
+///
+/// # Safety
+/// `dst` is valid for writing `vec.len()` elements and does not overlap the
+/// vector's buffer.
+pub(crate) unsafe fn move_elements<T>(vec: Vec<T>, dst: *mut T) {
+    let mut vec = core::mem::ManuallyDrop::new(vec);
+    // SAFETY: guaranteed by the caller. The elements are moved: the vector
+    // is then freed with a length of zero, so they are not dropped twice.
+    unsafe {
+        core::ptr::copy_nonoverlapping(vec.as_ptr(), dst, vec.len());
+        vec.set_len(0);
+        core::mem::ManuallyDrop::drop(&mut vec);
+    }
+}
+
+/// `conversions!(Strong, [element bounds])`: the conversions into handles
+/// of every pointer type (single-threaded and [`sync`](crate::sync)) that
+/// follow from its `From<Vec<T>>`, `From<&str>` and `new`.
+macro_rules! conversions {
+    ($Strong:ident, [$($elem:tt)*]) => {
+        impl<T: $($elem)* + Clone> From<&[T]> for $Strong<[T]> {
+            /// Clones the elements into a new object.
+            fn from(slice: &[T]) -> Self {
+                $Strong::from(slice.to_vec())
+            }
+        }
+
+        impl<T: $($elem)*> From<Box<[T]>> for $Strong<[T]> {
+            fn from(slice: Box<[T]>) -> Self {
+                $Strong::from(slice.into_vec())
+            }
+        }
+
+        impl<T: $($elem)*> FromIterator<T> for $Strong<[T]> {
+            fn from_iter<I: IntoIterator<Item = T>>(iter: I) -> Self {
+                $Strong::from(iter.into_iter().collect::<Vec<T>>())
+            }
+        }
+
+        impl From<String> for $Strong<str> {
+            fn from(s: String) -> Self {
+                $Strong::from(s.as_str())
+            }
+        }
+
+        impl From<Box<str>> for $Strong<str> {
+            fn from(s: Box<str>) -> Self {
+                $Strong::from(&*s)
+            }
+        }
+
+        impl<T: $($elem)*> From<Box<T>> for $Strong<T> {
+            /// Moves the value out of the box into a new object.
+            fn from(value: Box<T>) -> Self {
+                $Strong::new(*value)
+            }
+        }
+    };
+}
+
+pub(crate) use conversions;

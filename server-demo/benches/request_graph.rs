@@ -8,6 +8,9 @@
 //! undiluted. Reported: CPU time per request (both threads' CPU time, summed,
 //! over the requests they answered), the counterpart of compare's server
 //! CPU per request, and less sensitive than wall time to other jobs.
+//! `SERVER_DEMO_ALLOCATOR=mimalloc cargo bench -p server-demo --bench
+//! request_graph` runs it on mimalloc instead of glibc's malloc (the
+//! collecting modes free in batches, which glibc's small caches absorb badly).
 
 // The server's own modules, unchanged; their unit tests are stripped from
 // this harness-less target.

@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context as _};
 
+use crate::locked_alloc::Allocator;
 use crate::mode::Variant;
 
 /// The pid of the child currently running, for the interrupt handler.
@@ -33,8 +34,9 @@ pub struct ServerChild {
 
 impl ServerChild {
     /// Starts `serve --mm MODE --nim16-defects DEFECTS --runtime RUNTIME
-    /// --threads threads --port 0` for `variant` and waits until it listens.
-    pub fn start(variant: Variant, threads: u16) -> anyhow::Result<Self> {
+    /// --threads threads --port 0` for `variant`, on `allocator`, and waits
+    /// until it listens.
+    pub fn start(variant: Variant, threads: u16, allocator: Allocator) -> anyhow::Result<Self> {
         let Variant {
             runtime,
             mode,
@@ -55,6 +57,7 @@ impl ServerChild {
         .args(["--threads", &threads.to_string()])
         .args(["--runtime", runtime.name()])
         .args(["--nim16-defects", &defects.to_string()])
+        .env(crate::locked_alloc::ENV, allocator.name())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());

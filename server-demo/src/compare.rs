@@ -36,6 +36,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::child::ServerChild;
 use crate::load::{self, LoadReport, Target};
+use crate::locked_alloc::Allocator;
 use crate::mode::{Defects, Mode, Runtime, Variant};
 use crate::stats::ServerStats;
 
@@ -120,6 +121,11 @@ pub struct CompareArgs {
     /// Load-generator threads.
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..=256))]
     pub load_threads: u16,
+    /// The servers' allocator (every mode the same; passed to them as
+    /// `SERVER_DEMO_ALLOCATOR`): glibc's malloc, or mimalloc, whose
+    /// per-thread free lists absorb the collectors' batched frees.
+    #[arg(long, value_enum, default_value = "system")]
+    pub allocator: Allocator,
     /// Directory for results.json and chart.svg.
     #[arg(long, default_value = "target/compare")]
     pub out: PathBuf,
@@ -190,7 +196,8 @@ pub struct Run {
     pub stats_before: ServerStats,
     /// `/stats` after the measured load.
     pub stats_after: ServerStats,
-    /// Time in the collector over server CPU time, during the measured load.
+    /// CPU time in the collector (`total_pause_cpu_s`) over server CPU
+    /// time, during the measured load.
     pub collector_share: f64,
     /// Server CPU time (user + system) per request answered, during the
     /// measured load, in µs. Less sensitive than req/s to other jobs on the
@@ -256,7 +263,8 @@ pub struct Summary {
     /// Median objects traced by the collector per request answered.
     #[serde(default)]
     pub traced_per_request: f64,
-    /// Median share of server CPU time spent in the collector.
+    /// Median share of server CPU time spent in the collector (its CPU
+    /// time, not its wall-clock pauses).
     pub collector_share: f64,
     /// Median server CPU time per request, µs.
     pub server_cpu_us_per_request: f64,
@@ -314,6 +322,9 @@ pub struct Config {
     pub runtimes: Vec<Runtime>,
     /// Server threads.
     pub threads: u16,
+    /// The servers' allocator.
+    #[serde(default)]
+    pub allocator: Allocator,
     /// Connections.
     pub connections: u32,
     /// Measured seconds per run.
@@ -406,6 +417,7 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<()> {
             nofile_limit: Some(nofile),
             runtimes: first_occurrences(&args.runtimes),
             threads: args.threads,
+            allocator: args.allocator,
             connections,
             duration_s: duration.as_secs_f64(),
             warmup_s: args.warmup.as_secs_f64(),
@@ -485,7 +497,7 @@ impl Sampler {
 
 fn run_one(variant: Variant, round: u32, args: &CompareArgs) -> anyhow::Result<Run> {
     let (connections, duration) = (args.connections(), args.duration());
-    let mut child = ServerChild::start(variant, args.threads)?;
+    let mut child = ServerChild::start(variant, args.threads, args.allocator)?;
     let sampler = Sampler::start(child.pid());
     let url = format!("http://{}/", child.addr);
     let target = Target::parse(&url)?;
@@ -520,7 +532,8 @@ fn run_one(variant: Variant, round: u32, args: &CompareArgs) -> anyhow::Result<R
         .collect();
     let growth = slope(&measured) * 60.0;
     let cpu = stats_after.cpu_s - stats_before.cpu_s;
-    let pause = stats_after.total.total_pause_s - stats_before.total.total_pause_s;
+    // CPU time, not wall time: a preempted collection is not collector work.
+    let pause = stats_after.total.total_pause_cpu_s - stats_before.total.total_pause_cpu_s;
     let collector_share = if cpu > 0.0 {
         (pause / cpu).clamp(0.0, 1.0)
     } else {
@@ -748,11 +761,12 @@ pub fn render_table(
     duration: Duration,
 ) -> String {
     let mut out = format!(
-        "\n{} CPUs ({}), Linux {}; server {} threads; {} connections, {:?} per run, {} round(s), medians{}\n\n",
+        "\n{} CPUs ({}), Linux {}; server {} threads, allocator {}; {} connections, {:?} per run, {} round(s), medians{}\n\n",
         machine.cpus,
         machine.cpu_model,
         machine.kernel,
         args.threads,
+        args.allocator.name(),
         connections,
         duration,
         args.repeat,
@@ -762,7 +776,7 @@ pub fn render_table(
             ""
         }
     );
-    out.push_str("| mode | req/s | vs arc-weak | vs arc | latency avg | latency p99 | peak RSS | RSS growth | live at end | freed by collector | collections | collector time | server CPU/request | CPU/request vs arc-weak |\n");
+    out.push_str("| mode | req/s | vs arc-weak | vs arc | latency avg | latency p99 | peak RSS | RSS growth | live at end | freed by collector | collections | collector CPU | server CPU/request | CPU/request vs arc-weak |\n");
     out.push_str("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     let ratio = |r: Option<f64>| r.map_or("–".to_owned(), |r| format!("{r:.2}×"));
     for s in summary {

@@ -286,9 +286,10 @@ macro_rules! alloc {
         }
     )*};
     (sync: $($marker:ident),* => $new:path) => {$(
-        // `sync::Rc::new` itself would accept any `T`; requiring `Send +
-        // Sync` here is what makes the compiler check that the shared hubs
-        // and every request object may cross threads.
+        // `sync::Gc::new` requires `Send + Sync` itself, `sync::Rc::new` only
+        // `T: 'static`; requiring `Send + Sync` here for both is what makes
+        // the compiler check, in every thread-safe family, that the shared
+        // hubs and every request object may cross threads.
         impl<T: Trace + Send + Sync + 'static> Alloc<T> for $marker {
             fn alloc(value: T) -> Self::P<T> {
                 $new(value)

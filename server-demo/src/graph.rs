@@ -184,16 +184,22 @@ impl<F: Family> Future<F> {
     /// on the dispatcher (`callSoon`, which takes a temporary dispatcher
     /// handle). A careful family ([`Pointers::UNLINKS`]) moves them out
     /// instead of copying them: the future no longer reaches its callbacks'
-    /// environments.
+    /// environments. The others copy them straight into the ready queue, so
+    /// that both ways allocate the same (no temporary list): the modes
+    /// differ only in memory management.
     pub fn complete(&self, hubs: &Hubs<F>) {
         F::write(&self.finished, |f| *f = true);
-        let callbacks = if F::UNLINKS {
-            F::write(&self.callbacks, std::mem::take)
-        } else {
-            F::read(&self.callbacks, |c| c.clone())
-        };
         let dispatcher = hubs.dispatcher();
-        F::write(&dispatcher.ready, |r| r.extend(callbacks));
+        if F::UNLINKS {
+            let callbacks = F::write(&self.callbacks, std::mem::take);
+            F::write(&dispatcher.ready, |r| r.extend(callbacks));
+        } else {
+            // Two different cells: the future's list, then the ready queue
+            // (nothing takes them in the other order).
+            F::read(&self.callbacks, |c| {
+                F::write(&dispatcher.ready, |r| r.extend(c.iter().cloned()))
+            });
+        }
     }
 }
 

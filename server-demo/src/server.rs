@@ -369,6 +369,7 @@ async fn stats_body<F: Family>(worker: &Worker<F>) -> String {
         pointer: F::NAME.to_owned(),
         policy: shared.mode.policy().map(|p| format!("{p:?}")),
         document_nodes: worker.hubs.app.document_nodes,
+        allocator: crate::locked_alloc::active(),
         total: ThreadStats::sum(&threads),
         threads,
         rss_bytes: crate::procfs::rss_bytes(None).unwrap_or(0),

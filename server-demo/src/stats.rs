@@ -38,10 +38,15 @@ pub struct ThreadStats {
     pub promoted: u64,
     /// Old objects alive.
     pub old_objects: u64,
-    /// Time in collections, in seconds.
+    /// Wall-clock time in collections, in seconds (grows while the
+    /// collecting thread is preempted).
     pub total_pause_s: f64,
-    /// Longest collection, in seconds.
+    /// Longest collection, wall-clock, in seconds.
     pub max_pause_s: f64,
+    /// CPU time the collecting threads spent in collections, in seconds
+    /// (`recycler::Stats::total_pause_cpu`).
+    #[serde(default)]
+    pub total_pause_cpu_s: f64,
 }
 
 impl ThreadStats {
@@ -72,6 +77,7 @@ impl ThreadStats {
             old_objects: s.old_objects,
             total_pause_s: s.total_pause.as_secs_f64(),
             max_pause_s: s.max_pause.as_secs_f64(),
+            total_pause_cpu_s: s.total_pause_cpu.as_secs_f64(),
         }
     }
 
@@ -97,6 +103,7 @@ impl ThreadStats {
             t.old_objects += s.old_objects;
             t.total_pause_s += s.total_pause_s;
             t.max_pause_s = t.max_pause_s.max(s.max_pause_s);
+            t.total_pause_cpu_s += s.total_pause_cpu_s;
         }
         t
     }
@@ -116,6 +123,9 @@ pub struct ServerStats {
     pub policy: Option<String>,
     /// Nodes in each thread's application document.
     pub document_nodes: usize,
+    /// The process's allocator (`SERVER_DEMO_ALLOCATOR`).
+    #[serde(default)]
+    pub allocator: crate::locked_alloc::Allocator,
     /// Per worker thread (per-thread runtime); empty for the work-stealing
     /// runtime, whose thread-safe collector keeps process-wide statistics
     /// only.

@@ -200,6 +200,7 @@ fn stats_body<F: Family>(server: &Server<F>) -> String {
         pointer: F::NAME.to_owned(),
         policy: server.mode.policy().map(|p| format!("{p:?}")),
         document_nodes: server.hubs.app.document_nodes,
+        allocator: crate::locked_alloc::active(),
         threads: Vec::new(),
         total: ThreadStats::process_wide(
             server.requests.load(Relaxed),

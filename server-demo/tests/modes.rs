@@ -176,3 +176,43 @@ fn load_refuses_more_connections_than_descriptors() {
     assert!(err.contains("RLIMIT_NOFILE can only be raised to"), "{err}");
     assert!(err.contains("100000 connections"), "{err}");
 }
+
+#[test]
+fn the_allocator_comes_from_the_environment_and_collector_cpu_is_reported() {
+    for (env, expected) in [(None, "system"), (Some("mimalloc"), "mimalloc")] {
+        let server = Server::start_with("per-thread", &["--mm", "orc"], |c| {
+            c.env_remove("SERVER_DEMO_ALLOCATOR");
+            if let Some(value) = env {
+                c.env("SERVER_DEMO_ALLOCATOR", value);
+            }
+        });
+        let (before, after) = load(&server, 3000);
+        assert_eq!(after["allocator"], expected);
+        let (b, a) = (&before["total"], &after["total"]);
+        let f = |v: &serde_json::Value, k: &str| v[k].as_f64().unwrap();
+        assert!(
+            a["freed_by_collector"].as_u64() > b["freed_by_collector"].as_u64(),
+            "{expected}: {a}"
+        );
+        // Collector CPU time: positive once garbage was collected, never
+        // more than the wall-clock pauses.
+        assert!(f(a, "total_pause_cpu_s") > 0.0, "{expected}: {a}");
+        assert!(
+            f(a, "total_pause_cpu_s") <= f(a, "total_pause_s") + 1e-9,
+            "{expected}: {a}"
+        );
+        assert!(server.terminate().success());
+    }
+}
+
+#[test]
+fn an_unknown_allocator_is_a_usage_error() {
+    let out = Command::new(EXE)
+        .args(["compare", "--allocator", "tcmalloc"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--allocator"), "{err}");
+    assert!(err.contains("mimalloc"), "{err}");
+}

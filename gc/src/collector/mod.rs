@@ -54,13 +54,13 @@ mod graph;
 use core::cell::{Cell, RefCell};
 use core::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::panic::{self, AssertUnwindSafe};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use self::graph::Graph;
 use crate::drop_queue;
 use crate::header::{self, Header, Object, BUFFERED, DEAD, IN_GRAPH, OLD};
 use crate::policy::Policy;
-use crate::stats::Stats;
+use crate::stats::{PauseTimer, Stats};
 #[cfg(doc)]
 use crate::trace::Trace;
 
@@ -159,6 +159,7 @@ struct State {
     promoted: u64,
     total_pause: Duration,
     max_pause: Duration,
+    total_pause_cpu: Duration,
 }
 
 impl Default for State {
@@ -183,6 +184,7 @@ impl Default for State {
             promoted: 0,
             total_pause: Duration::ZERO,
             max_pause: Duration::ZERO,
+            total_pause_cpu: Duration::ZERO,
         }
     }
 }
@@ -473,7 +475,7 @@ fn run(kind: Kind) {
         }
     }
     let running = Running;
-    let start = Instant::now();
+    let timer = PauseTimer::start();
     let taken = STATE.try_with(|state| {
         let mut state = state.borrow_mut();
         let promote = state.policy == Policy::Adaptive;
@@ -510,11 +512,12 @@ fn run(kind: Kind) {
     graph.garbage.clear();
     graph.held.clear();
     roots.clear();
-    let pause = start.elapsed();
+    let (pause, cpu) = timer.stop();
     STATE.with(|state| {
         let mut state = state.borrow_mut();
         state.spare = roots;
         state.graph = graph;
+        state.total_pause_cpu += cpu;
         state.account(kind, verdict.traced, freed, verdict.promoted, pause);
     });
     drop(running);
@@ -653,6 +656,7 @@ pub fn stats() -> Stats {
         stats.promoted = state.promoted;
         stats.total_pause = state.total_pause;
         stats.max_pause = state.max_pause;
+        stats.total_pause_cpu = state.total_pause_cpu;
     });
     stats
 }

@@ -420,7 +420,7 @@ fn run_locked(
 
 /// One collection; the caller holds the collector lock.
 fn collect_locked(global: &Global, w: &mut Work, kind: Kind) -> (usize, usize, Panic) {
-    let start = std::time::Instant::now();
+    let timer = crate::stats::PauseTimer::start();
     let minor = kind == Kind::Minor;
     let promote = kind != Kind::Full { promote: false };
 
@@ -582,7 +582,8 @@ fn collect_locked(global: &Global, w: &mut Work, kind: Kind) -> (usize, usize, P
         w.release(i);
     }
 
-    let pause = start.elapsed().as_nanos() as u64;
+    let (pause, cpu) = timer.stop();
+    let (pause, cpu) = (pause.as_nanos() as u64, cpu.as_nanos() as u64);
     global.nodes_traced.fetch_add(traced as u64, Relaxed);
     global.promoted.fetch_add(promoted as u64, Relaxed);
     if minor {
@@ -603,6 +604,7 @@ fn collect_locked(global: &Global, w: &mut Work, kind: Kind) -> (usize, usize, P
     global.collections.fetch_add(1, Relaxed);
     global.total_pause_ns.fetch_add(pause, Relaxed);
     global.max_pause_ns.fetch_max(pause, Relaxed);
+    global.total_pause_cpu_ns.fetch_add(cpu, Relaxed);
     (freed, traced, panic)
 }
 

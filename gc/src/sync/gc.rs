@@ -39,6 +39,9 @@ unsafe fn trace_value<T: Trace>(header: NonNull<Header>, tracer: &mut Tracer<'_>
 /// may trace and drop them on any thread. Interior mutability that can hold
 /// pointers must be a lock (`Mutex`/`RwLock` from `std` or `parking_lot`).
 ///
+/// `T` may be unsized: `Gc<str>`, `Gc<[T]>` and `Gc<dyn Trait + Send + Sync>`
+/// (see the [module docs](super#unsized-values)).
+///
 /// ```
 /// use recycler::sync::{collect, Gc};
 /// use std::sync::Mutex;
@@ -70,18 +73,18 @@ unsafe fn trace_value<T: Trace>(header: NonNull<Header>, tracer: &mut Tracer<'_>
 /// let mut r: Gc<Reader<'_>> = Gc::new(Reader(&EMPTY));
 /// Gc::get_mut(&mut r).unwrap().0 = &s;
 /// ```
-pub struct Gc<T: Trace> {
+pub struct Gc<T: ?Sized + Trace> {
     ptr: NonNull<Inner<T>>,
     _owns: PhantomData<Inner<T>>,
 }
 
 // SAFETY: like `Arc<T>`: handles on several threads share `&T` (needs
 // `Sync`) and the last one may drop `T` on any thread (needs `Send`).
-unsafe impl<T: Trace + Send + Sync> Send for Gc<T> {}
+unsafe impl<T: ?Sized + Trace + Send + Sync> Send for Gc<T> {}
 // SAFETY: see `Send`.
-unsafe impl<T: Trace + Send + Sync> Sync for Gc<T> {}
+unsafe impl<T: ?Sized + Trace + Send + Sync> Sync for Gc<T> {}
 
-impl<T: Trace> Gc<T> {
+impl<T: ?Sized + Trace> Gc<T> {
     /// The value, or `None` if the collector has collected its cycle (only
     /// possible for a handle that a destructor of that cycle stored away).
     #[inline]
@@ -97,7 +100,7 @@ impl<T: Trace> Gc<T> {
     }
 }
 
-impl<T: Trace> Drop for Gc<T> {
+impl<T: ?Sized + Trace> Drop for Gc<T> {
     #[inline]
     fn drop(&mut self) {
         let header = self.ptr.cast::<Header>();
@@ -113,7 +116,7 @@ impl<T: Trace> Drop for Gc<T> {
     }
 }
 
-impl<T: Trace> core::ops::Deref for Gc<T> {
+impl<T: ?Sized + Trace> core::ops::Deref for Gc<T> {
     type Target = T;
 
     /// # Panics
@@ -140,7 +143,7 @@ fn dead() -> ! {
 // reference in its count, which is always safe (reporting fewer pointers
 // only makes the collector more conservative); the same as the
 // single-threaded `Gc`.
-unsafe impl<T: Trace> Trace for Gc<T> {
+unsafe impl<T: ?Sized + Trace> Trace for Gc<T> {
     #[inline]
     fn trace(&self, tracer: &mut Tracer<'_>) {
         if T::MAY_CONTAIN_GC {
@@ -150,16 +153,25 @@ unsafe impl<T: Trace> Trace for Gc<T> {
 }
 
 /// A weak handle to a [`Gc`] object: does not keep it alive.
-pub struct Weak<T: Trace> {
-    ptr: Option<NonNull<Inner<T>>>,
+pub struct Weak<T: ?Sized + Trace> {
+    /// `unsize::dangling()` for `Weak::new()`: a bare pointer rather than
+    /// an `Option`, so that it can unsize (`CoerceUnsized`), as in `std`.
+    ptr: NonNull<Inner<T>>,
     _owns: PhantomData<Inner<T>>,
 }
 
 super::shared::shared_pointer!(
     Gc,
     Weak,
-    [Trace],
+    [?Sized + Trace],
     [Trace + Send + Sync + 'static],
     &VTables::<T>::GC
 );
-super::forward::forward_traits!(Gc, [Trace], [Trace + Send + Sync + 'static]);
+super::forward::forward_traits!(Gc, [?Sized + Trace], [Trace + Send + Sync + 'static]);
+super::unsize::unsized_pointer!(
+    Gc,
+    Weak,
+    [?Sized + Trace],
+    [Trace + Send + Sync + 'static],
+    GC
+);

@@ -226,25 +226,36 @@ impl Generation {
 // reader is ordered after the last write (see type docs).
 unsafe impl Sync for Generation {}
 
-/// An allocation: header followed by the value.
+/// An allocation: header followed by the value. For a slice (`[T]`, or the
+/// bytes of a `str`) the allocation also holds the length in the word before
+/// the header (see `unsize.rs`); a trait object's header names the concrete
+/// type's vtable.
 #[repr(C)]
-pub(crate) struct Inner<T> {
+pub(crate) struct Inner<T: ?Sized> {
     pub(crate) header: Header,
     pub(crate) value: UnsafeCell<ManuallyDrop<T>>,
+}
+
+impl Header {
+    /// The header of a new object with `count` strong references and one
+    /// weak.
+    pub(crate) fn new(count: u64, vtable: &'static VTable) -> Header {
+        Header {
+            word: AtomicU64::new(count),
+            weak: AtomicUsize::new(1),
+            vtable,
+            slot: GraphSlot::new(),
+            dead: DeadFlag::new(),
+            generation: Generation::new(),
+        }
+    }
 }
 
 impl<T> Inner<T> {
     /// Allocates an object with `count` strong references and one weak.
     pub(crate) fn allocate(value: T, count: u64, vtable: &'static VTable) -> NonNull<Inner<T>> {
         let boxed = Box::new(Inner {
-            header: Header {
-                word: AtomicU64::new(count),
-                weak: AtomicUsize::new(1),
-                vtable,
-                slot: GraphSlot::new(),
-                dead: DeadFlag::new(),
-                generation: Generation::new(),
-            },
+            header: Header::new(count, vtable),
             value: UnsafeCell::new(ManuallyDrop::new(value)),
         });
         NonNull::from(Box::leak(boxed))

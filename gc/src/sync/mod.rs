@@ -81,6 +81,86 @@
 //! again) and is re-raised when the collection ends. Drops and collections use explicit work lists,
 //! never recursion proportional to the graph.
 //!
+//! # Unsized values
+//!
+//! `Gc<str>`, `Gc<[T]>` and `Gc<dyn Trait + Send + Sync>`, and the same for
+//! [`Rc`] and both weak handles, with the design of the single-threaded
+//! pointers ([`crate::unsize`]): `From<&str>`, `From<String>`,
+//! `From<Box<str>>`, `From<Vec<T>>`, `From<&[T]>`, `From<Box<[T]>>`,
+//! `FromIterator`, and trait objects declared with
+//! [`dyn_trace!`](crate::dyn_trace) (which declares both `dyn Trait` and
+//! `dyn Trait + Send + Sync`), reached from a handle to a sized value with
+//! [`coerce!`](crate::coerce) on stable or implicitly (`CoerceUnsized`) with
+//! the `nightly` feature, which also turns `Gc<[T; N]>` into `Gc<[T]>`.
+//! The header names the object's own vtable (its concrete type, or for a
+//! slice its element type, with the length in a word in front of the
+//! header: `unsize.rs`), so the collector traces, drops and frees them
+//! exactly as sized values. A handle whose type is a trait object is
+//! buffered as a possible cycle root whatever the concrete type (a leaf
+//! behind `dyn Trait` costs a little collector work, never correctness).
+//!
+//! ```
+//! use std::sync::Mutex;
+//! use recycler::sync::{collect, Gc};
+//! use recycler::{coerce, dyn_trace, unsize::DynTrace, Trace};
+//!
+//! trait Job: DynTrace {
+//!     fn run(&self) -> usize;
+//!     /// Replaces the sub-jobs (of a batch).
+//!     fn set(&self, _jobs: Gc<[AnyJob]>) {}
+//! }
+//! dyn_trace!(Job);
+//! type AnyJob = Gc<dyn Job + Send + Sync>;
+//!
+//! #[derive(Trace)]
+//! struct Print(Gc<str>);
+//! impl Job for Print {
+//!     fn run(&self) -> usize { self.0.len() }
+//! }
+//!
+//! // A job that points to other jobs (and so may be on a cycle).
+//! #[derive(Trace)]
+//! struct Batch(Mutex<Gc<[AnyJob]>>);
+//! impl Job for Batch {
+//!     fn run(&self) -> usize { self.0.lock().unwrap().len() }
+//!     fn set(&self, jobs: Gc<[AnyJob]>) { *self.0.lock().unwrap() = jobs; }
+//! }
+//!
+//! let print: AnyJob = coerce!(Gc::new(Print(Gc::from("hello"))) => dyn Job + Send + Sync);
+//! let batch = Gc::new(Batch(Mutex::new(Gc::from(vec![print.clone()]))));
+//! let batch: AnyJob = coerce!(batch => dyn Job + Send + Sync);
+//! let worker = {
+//!     let batch = batch.clone();
+//!     std::thread::spawn(move || batch.run() + print.run())
+//! };
+//! assert_eq!(worker.join().unwrap(), 6);
+//!
+//! // The batch runs itself: a cycle through a trait object and a slice.
+//! batch.set([batch.clone()].into_iter().collect());
+//! let weak = Gc::downgrade(&batch);
+//! drop(batch);
+//! collect();
+//! assert!(weak.upgrade().is_none());
+//! ```
+//!
+//! A handle to `dyn Trait` without `+ Send + Sync` is allowed (the value
+//! itself was `Send + Sync` when it was allocated, so the collector may
+//! still drop it on any thread), but it stays on its thread:
+//!
+//! ```compile_fail,E0277
+//! use recycler::sync::Gc;
+//! use recycler::{coerce, dyn_trace, unsize::DynTrace, Trace};
+//!
+//! trait Job: DynTrace {}
+//! dyn_trace!(Job);
+//! #[derive(Trace)]
+//! struct Nop;
+//! impl Job for Nop {}
+//!
+//! let job: Gc<dyn Job> = coerce!(Gc::new(Nop) => dyn Job);
+//! std::thread::spawn(move || drop(job));
+//! ```
+//!
 //! # Soundness
 //!
 //! *Closure at one instant.* Let `t*` be the moment, during the Σ-test of a
@@ -272,6 +352,7 @@ mod prim;
 pub mod rc;
 mod shared;
 mod state;
+mod unsize;
 
 #[cfg(not(loom))]
 pub use background::{collector_mode, set_collector_mode, stop_collector_thread, CollectorMode};

@@ -26,9 +26,12 @@ impl<T> VTables<T> {
 ///
 /// # Safety
 /// None needed; it does nothing.
-unsafe fn no_trace(_: NonNull<Header>, _: &mut Tracer<'_>) {}
+pub(super) unsafe fn no_trace(_: NonNull<Header>, _: &mut Tracer<'_>) {}
 
 /// A thread-safe reference-counted pointer that never collects cycles.
+///
+/// `T` may be unsized (`Rc<str>`, `Rc<[T]>`, `Rc<dyn Trait + Send + Sync>`,
+/// see the [module docs](super#unsized-values)).
 ///
 /// ```
 /// use recycler::sync::Rc;
@@ -71,17 +74,17 @@ unsafe fn no_trace(_: NonNull<Header>, _: &mut Tracer<'_>) {}
 /// let mut r: recycler::sync::Rc<Reader<'_>> = recycler::sync::Rc::new(Reader(&EMPTY));
 /// recycler::sync::Rc::get_mut(&mut r).unwrap().0 = &s;
 /// ```
-pub struct Rc<T> {
+pub struct Rc<T: ?Sized> {
     ptr: NonNull<Inner<T>>,
     _owns: PhantomData<Inner<T>>,
 }
 
 // SAFETY: like `Arc<T>`.
-unsafe impl<T: Send + Sync> Send for Rc<T> {}
+unsafe impl<T: ?Sized + Send + Sync> Send for Rc<T> {}
 // SAFETY: like `Arc<T>`.
-unsafe impl<T: Send + Sync> Sync for Rc<T> {}
+unsafe impl<T: ?Sized + Send + Sync> Sync for Rc<T> {}
 
-impl<T> Rc<T> {
+impl<T: ?Sized> Rc<T> {
     /// Always `Some`: an `Rc` is never collected (API parity with `Gc`).
     #[inline]
     pub fn try_deref(this: &Self) -> Option<&T> {
@@ -89,7 +92,7 @@ impl<T> Rc<T> {
     }
 }
 
-impl<T> Drop for Rc<T> {
+impl<T: ?Sized> Drop for Rc<T> {
     #[inline]
     fn drop(&mut self) {
         // SAFETY: we own one strong reference.
@@ -97,7 +100,7 @@ impl<T> Drop for Rc<T> {
     }
 }
 
-impl<T> core::ops::Deref for Rc<T> {
+impl<T: ?Sized> core::ops::Deref for Rc<T> {
     type Target = T;
 
     #[inline]
@@ -110,20 +113,23 @@ impl<T> core::ops::Deref for Rc<T> {
 
 // SAFETY: an `Rc` is not a collected pointer; its contents are shared, not
 // owned by the value holding the `Rc`, so nothing may be reported.
-unsafe impl<T> Trace for Rc<T> {
+unsafe impl<T: ?Sized> Trace for Rc<T> {
     const MAY_CONTAIN_GC: bool = false;
     fn trace(&self, _: &mut Tracer<'_>) {}
 }
 
 /// A weak handle to an [`Rc`] object.
-pub struct Weak<T> {
-    ptr: Option<NonNull<Inner<T>>>,
+pub struct Weak<T: ?Sized> {
+    /// `unsize::dangling()` for `Weak::new()`: a bare pointer rather than
+    /// an `Option`, so that it can unsize (`CoerceUnsized`), as in `std`.
+    ptr: NonNull<Inner<T>>,
     _owns: PhantomData<Inner<T>>,
 }
 
 // `'static` on the constructors: a value whose count reaches zero inside
 // another drop is dropped later (iteratively, see `drops.rs`), possibly after
 // whatever a non-`'static` value borrows is gone.
-super::shared::shared_pointer!(Rc, Weak, [Sized], [Sized + 'static], &VTables::<T>::RC);
+super::shared::shared_pointer!(Rc, Weak, [?Sized], [Sized + 'static], &VTables::<T>::RC);
 
-super::forward::forward_traits!(Rc, [Sized], [Sized + 'static]);
+super::forward::forward_traits!(Rc, [?Sized], [Sized + 'static]);
+super::unsize::unsized_pointer!(Rc, Weak, [?Sized], ['static], RC);

@@ -4,7 +4,8 @@
 
 /// `shared_pointer!(Strong, Weak, [base bounds], [constructor bounds], vtable)`
 /// for `struct Strong<T> { ptr: NonNull<Inner<T>>, _owns }` and
-/// `struct Weak<T> { ptr: Option<NonNull<Inner<T>>>, _owns }`.
+/// `struct Weak<T> { ptr: NonNull<Inner<T>>, _owns }` (whose `ptr` is
+/// [`dangling`](super::unsize::dangling) for `Weak::new()`).
 macro_rules! shared_pointer {
     ($Strong:ident, $Weak:ident, [$($base:tt)*], [$($new:tt)*], $vtable:expr) => {
         impl<T: $($new)*> $Strong<T> {
@@ -25,7 +26,7 @@ macro_rules! shared_pointer {
                 // Owns the initial weak reference; if `f` panics it frees the
                 // memory (the value was never written).
                 let weak = $Weak {
-                    ptr: Some(ptr),
+                    ptr,
                     _owns: core::marker::PhantomData,
                 };
                 let value = f(&weak);
@@ -37,6 +38,30 @@ macro_rules! shared_pointer {
                 core::mem::forget(weak);
                 $crate::sync::state::count_allocated();
                 $Strong::from_inner(ptr)
+            }
+        }
+
+        impl<T: $($base)*> $Strong<T>
+        where
+            T: Sized,
+        {
+            /// The value, if this is the only strong handle; otherwise the
+            /// handle.
+            pub fn try_unwrap(this: Self) -> Result<T, Self> {
+                let Some(old) = this.header().take_unique() else {
+                    return Err(this);
+                };
+                let ptr = this.ptr;
+                core::mem::forget(this);
+                // SAFETY: we moved the count from one to zero: the value is ours.
+                let value =
+                    unsafe { core::mem::ManuallyDrop::take(&mut *(*ptr.as_ptr()).value.get()) };
+                // SAFETY: we performed the transition to zero (see `GraphSlot`).
+                let old_gen = unsafe { (*ptr.as_ptr()).header.generation.is_old() };
+                $crate::sync::state::count_freed_by_rc(old_gen);
+                // SAFETY: the value is gone and we performed the transition to zero.
+                unsafe { $crate::sync::header::Header::finish_value(ptr.cast(), old) };
+                Ok(value)
             }
         }
 
@@ -53,15 +78,16 @@ macro_rules! shared_pointer {
                 unsafe { &self.ptr.as_ref().header }
             }
 
-            /// Whether both handles point to the same object.
+            /// Whether both handles point to the same object (addresses only:
+            /// the metadata of trait objects is not compared, as in `Arc`).
             pub fn ptr_eq(a: &Self, b: &Self) -> bool {
-                a.ptr == b.ptr
+                core::ptr::addr_eq(a.ptr.as_ptr(), b.ptr.as_ptr())
             }
 
             /// A raw pointer to the value.
             pub fn as_ptr(this: &Self) -> *const T {
                 // SAFETY: the allocation is alive; no reference is created.
-                unsafe { (*this.ptr.as_ptr()).value.get().cast::<T>() }
+                unsafe { (*this.ptr.as_ptr()).value.get() as *const T }
             }
 
             /// The number of strong handles (for a `sync::Gc`, a running
@@ -79,7 +105,7 @@ macro_rules! shared_pointer {
             pub fn downgrade(this: &Self) -> $Weak<T> {
                 this.header().inc_weak();
                 $Weak {
-                    ptr: Some(this.ptr),
+                    ptr: this.ptr,
                     _owns: core::marker::PhantomData,
                 }
             }
@@ -105,25 +131,6 @@ macro_rules! shared_pointer {
                     None
                 }
             }
-
-            /// The value, if this is the only strong handle; otherwise the
-            /// handle.
-            pub fn try_unwrap(this: Self) -> Result<T, Self> {
-                let Some(old) = this.header().take_unique() else {
-                    return Err(this);
-                };
-                let ptr = this.ptr;
-                core::mem::forget(this);
-                // SAFETY: we moved the count from one to zero: the value is ours.
-                let value =
-                    unsafe { core::mem::ManuallyDrop::take(&mut *(*ptr.as_ptr()).value.get()) };
-                // SAFETY: we performed the transition to zero (see `GraphSlot`).
-                let old_gen = unsafe { (*ptr.as_ptr()).header.generation.is_old() };
-                $crate::sync::state::count_freed_by_rc(old_gen);
-                // SAFETY: the value is gone and we performed the transition to zero.
-                unsafe { $crate::sync::header::Header::finish_value(ptr.cast(), old) };
-                Ok(value)
-            }
         }
 
         impl<T: $($base)*> Clone for $Strong<T> {
@@ -139,29 +146,40 @@ macro_rules! shared_pointer {
         // SAFETY: see `Send`.
         unsafe impl<T: $($base)* + Send + Sync> Sync for $Weak<T> {}
 
-        impl<T: $($base)*> $Weak<T> {
+        impl<T: $($base)*> $Weak<T>
+        where
+            T: Sized,
+        {
             /// A weak handle that never upgrades.
             pub const fn new() -> Self {
                 $Weak {
-                    ptr: None,
+                    ptr: $crate::sync::unsize::dangling(),
                     _owns: core::marker::PhantomData,
                 }
+            }
+        }
+
+        impl<T: $($base)*> $Weak<T> {
+            /// The object, unless this handle was made by `new()`.
+            fn inner(&self) -> Option<core::ptr::NonNull<$crate::sync::header::Inner<T>>> {
+                (!$crate::sync::unsize::is_dangling(self.ptr)).then_some(self.ptr)
             }
 
             fn header(&self) -> Option<&$crate::sync::header::Header> {
                 // SAFETY: a weak handle keeps the header alive.
-                self.ptr.map(|ptr| unsafe { &(*ptr.as_ptr()).header })
+                self.inner().map(|ptr| unsafe { &(*ptr.as_ptr()).header })
             }
 
             /// A strong handle, unless the object was dropped or collected.
             pub fn upgrade(&self) -> Option<$Strong<T>> {
-                let ptr = self.ptr?;
+                let ptr = self.inner()?;
                 self.header()?.upgrade().then(|| $Strong::from_inner(ptr))
             }
 
-            /// Whether both point to the same object (two `new()` are equal).
+            /// Whether both point to the same object (two `new()` are equal;
+            /// addresses only, as in `std::sync::Weak`).
             pub fn ptr_eq(a: &Self, b: &Self) -> bool {
-                a.ptr == b.ptr
+                core::ptr::addr_eq(a.ptr.as_ptr(), b.ptr.as_ptr())
             }
 
             /// Strong handles of the object (0 once dropped or collected).
@@ -177,7 +195,10 @@ macro_rules! shared_pointer {
             }
         }
 
-        impl<T: $($base)*> Default for $Weak<T> {
+        impl<T: $($base)*> Default for $Weak<T>
+        where
+            T: Sized,
+        {
             fn default() -> Self {
                 $Weak::new()
             }
@@ -197,7 +218,7 @@ macro_rules! shared_pointer {
 
         impl<T: $($base)*> Drop for $Weak<T> {
             fn drop(&mut self) {
-                if let Some(ptr) = self.ptr {
+                if let Some(ptr) = self.inner() {
                     // SAFETY: we own one weak reference.
                     unsafe { $crate::sync::header::Header::release_weak(ptr.cast()) };
                 }

@@ -119,6 +119,7 @@ pub(crate) struct Global {
     pub(crate) old_at_full: StatCounter,
     pub(crate) total_pause_ns: StatCounter,
     pub(crate) max_pause_ns: StatCounter,
+    pub(crate) total_pause_cpu_ns: StatCounter,
 }
 
 impl Global {
@@ -144,6 +145,7 @@ impl Global {
             old_at_full: StatCounter::new(0),
             total_pause_ns: StatCounter::new(0),
             max_pause_ns: StatCounter::new(0),
+            total_pause_cpu_ns: StatCounter::new(0),
         }
     }
 
@@ -522,5 +524,6 @@ pub(crate) fn stats() -> Stats {
         old_objects: global.old_objects_locked(&registry),
         total_pause: core::time::Duration::from_nanos(global.total_pause_ns.load(Relaxed)),
         max_pause: core::time::Duration::from_nanos(global.max_pause_ns.load(Relaxed)),
+        total_pause_cpu: core::time::Duration::from_nanos(global.total_pause_cpu_ns.load(Relaxed)),
     }
 }
