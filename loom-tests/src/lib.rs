@@ -62,7 +62,11 @@
 //! fallback (a component re-traced). Planted bug: releasing each object's
 //! guards after its trace while still trusting the trace as a snapshot —
 //! `move_between_cells` fails (causality violation: the collector drops a
-//! value the mutator is reading).
+//! value the mutator is reading). The collector's one-RMW release of a
+//! freed member (`Header::release_doomed`, `GONE` set with the release of
+//! the hold) is exercised by the models that free cycles; planted bug: the
+//! release without `GONE` — the models crash (a value dropped twice, memory
+//! freed under a live handle).
 //!
 //! Thread exit (tests/thread_exit.rs):
 //!
