@@ -155,6 +155,24 @@ impl Book {
     pub fn dropped(&self) -> usize {
         self.drops.iter().filter(|d| d.load(SeqCst) > 0).count()
     }
+
+    /// Ends a model: collects (fully), and requires every object dropped
+    /// exactly once. Loom's `join` returns before the joined thread's
+    /// thread-locals are destroyed (std's does not), so the buffer a finished
+    /// thread hands over may arrive after the join: collect again after
+    /// yielding to the exiting threads (a bounded number of times; a leak
+    /// fails the assertion).
+    pub fn finish(&self) {
+        recycler::sync::collect();
+        for _ in 0..3 {
+            if self.dropped() == self.len() {
+                break;
+            }
+            loom::thread::yield_now();
+            recycler::sync::collect();
+        }
+        self.assert_all_dropped_once();
+    }
 }
 
 /// A graph node: a lockable edge list and a probe that detects use after drop.

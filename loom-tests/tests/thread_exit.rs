@@ -14,21 +14,6 @@ use loom_tests::support::{model, Book, Node};
 use recycler::sync::{collect, set_policy, stats};
 use recycler::Policy;
 
-/// Ends a model as `models.rs` does: collect, yield to exiting threads
-/// (loom's `join` may return before the joined thread's thread-locals are
-/// destroyed), and require every object dropped exactly once.
-fn finish(book: &Book) {
-    collect();
-    for _ in 0..3 {
-        if book.dropped() == book.len() {
-            break;
-        }
-        thread::yield_now();
-        collect();
-    }
-    book.assert_all_dropped_once();
-}
-
 /// A thread buffers the two roots of a garbage cycle `a <-> b` and exits,
 /// handing its buffer over, while the collector thread reads `stats` and
 /// collects. Once the roots are buffered, `stats` must count each exactly
@@ -59,6 +44,6 @@ fn thread_exit_against_collector() {
         }
         collect();
         t.join().unwrap();
-        finish(&book);
+        book.finish();
     });
 }
