@@ -77,6 +77,11 @@ impl GuardSink {
         }
     }
 
+    /// How many guards are kept.
+    pub(crate) fn len(&self) -> usize {
+        self.held.len()
+    }
+
     /// Drops every kept guard, unlocking the cells (keeps the capacity).
     pub(crate) fn clear(&mut self) {
         self.held.clear();

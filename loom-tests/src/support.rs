@@ -3,9 +3,118 @@
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::Arc;
 
-use loom::sync::Mutex;
-use recycler::sync::Gc;
-use recycler::Trace;
+use loom::cell::{MutPtr, UnsafeCell};
+use loom::sync::atomic::{
+    AtomicBool,
+    Ordering::{Acquire, Release},
+};
+use recycler::sync::{Gc, TraceLock};
+use recycler::{Trace, Tracer};
+
+/// The nodes' cell: a spin lock whose `try_lock` is one CAS.
+///
+/// Not `loom::sync::Mutex`: loom (0.7) marks a thread whose next operation
+/// is a `try_lock` of a mutex as *blocked* when another thread acquires that
+/// mutex, although `try_lock` never waits. The collector try-locks a cell
+/// while it keeps other cells locked (the pinned trace, the re-trace of a
+/// component), so a mutator nesting the same two locks in the other order
+/// made loom report a deadlock that cannot happen. With a CAS, loom models
+/// exactly what the collector does: fail and carry on. `lock` spins, yielding
+/// to loom's scheduler; the data accesses are checked by loom's `UnsafeCell`.
+pub struct SpinLock<T> {
+    locked: AtomicBool,
+    value: UnsafeCell<T>,
+}
+
+// SAFETY: the value is only reached through a guard, one at a time.
+unsafe impl<T: Send> Sync for SpinLock<T> {}
+
+/// Exclusive access to a [`SpinLock`]'s value.
+pub struct Guard<'a, T> {
+    lock: &'a SpinLock<T>,
+    /// Loom's record of the access, ended before the lock is released.
+    value: Option<MutPtr<T>>,
+}
+
+impl<T> SpinLock<T> {
+    /// An unlocked lock.
+    pub fn new(value: T) -> Self {
+        SpinLock {
+            locked: AtomicBool::new(false),
+            value: UnsafeCell::new(value),
+        }
+    }
+
+    /// Locks if that is possible without waiting.
+    pub fn try_lock(&self) -> Option<Guard<'_, T>> {
+        let won = self
+            .locked
+            .compare_exchange(false, true, Acquire, Acquire)
+            .is_ok();
+        won.then(|| Guard {
+            lock: self,
+            value: Some(self.value.get_mut()),
+        })
+    }
+
+    /// Locks, waiting as long as it takes. Returns a `Result` (never an
+    /// error) so that call sites read like `Mutex`'s.
+    #[allow(clippy::result_unit_err)]
+    pub fn lock(&self) -> Result<Guard<'_, T>, ()> {
+        loop {
+            if let Some(guard) = self.try_lock() {
+                return Ok(guard);
+            }
+            loom::thread::yield_now();
+        }
+    }
+}
+
+impl<T> core::ops::Deref for Guard<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        let value = self.value.as_ref().expect("guard alive");
+        // SAFETY: the guard holds the lock (exclusive access).
+        unsafe { value.deref() }
+    }
+}
+
+impl<T> core::ops::DerefMut for Guard<'_, T> {
+    fn deref_mut(&mut self) -> &mut T {
+        let value = self.value.as_ref().expect("guard alive");
+        // SAFETY: the guard holds the lock (exclusive access).
+        unsafe { value.deref() }
+    }
+}
+
+impl<T> Drop for Guard<'_, T> {
+    fn drop(&mut self) {
+        drop(self.value.take());
+        self.lock.locked.store(false, Release);
+    }
+}
+
+// SAFETY: a guard excludes every other access to the value until it is
+// dropped (on the thread that took it, whenever that is); `try_lock` never
+// blocks.
+unsafe impl<T: Trace> TraceLock for SpinLock<T> {
+    type Value = T;
+    type Guard<'a>
+        = Guard<'a, T>
+    where
+        T: 'a;
+    fn try_lock_for_trace(&self) -> Option<Guard<'_, T>> {
+        self.try_lock()
+    }
+}
+
+// SAFETY: traced through `trace_lock` on itself, which it owns.
+unsafe impl<T: Trace> Trace for SpinLock<T> {
+    const MAY_CONTAIN_GC: bool = T::MAY_CONTAIN_GC;
+    fn trace(&self, tracer: &mut Tracer<'_>) {
+        tracer.trace_lock(self);
+    }
+}
 
 /// Drop counts of the objects of one execution.
 pub struct Book {
@@ -46,13 +155,31 @@ impl Book {
     pub fn dropped(&self) -> usize {
         self.drops.iter().filter(|d| d.load(SeqCst) > 0).count()
     }
+
+    /// Ends a model: collects (fully), and requires every object dropped
+    /// exactly once. Loom's `join` returns before the joined thread's
+    /// thread-locals are destroyed (std's does not), so the buffer a finished
+    /// thread hands over may arrive after the join: collect again after
+    /// yielding to the exiting threads (a bounded number of times; a leak
+    /// fails the assertion).
+    pub fn finish(&self) {
+        recycler::sync::collect();
+        for _ in 0..3 {
+            if self.dropped() == self.len() {
+                break;
+            }
+            loom::thread::yield_now();
+            recycler::sync::collect();
+        }
+        self.assert_all_dropped_once();
+    }
 }
 
 /// A graph node: a lockable edge list and a probe that detects use after drop.
 #[derive(Trace)]
 pub struct Node {
     /// Outgoing edges.
-    pub edges: Mutex<Vec<Gc<Node>>>,
+    pub edges: SpinLock<Vec<Gc<Node>>>,
     #[trace(skip)]
     id: usize,
     #[trace(skip)]
@@ -63,7 +190,7 @@ impl Node {
     /// A new node numbered `id` in `book`.
     pub fn new(book: &Arc<Book>, id: usize) -> Gc<Node> {
         Gc::new(Node {
-            edges: Mutex::new(Vec::new()),
+            edges: SpinLock::new(Vec::new()),
             id,
             book: book.clone(),
         })

@@ -11,20 +11,6 @@ use loom_tests::support::{model, Book, Node};
 use recycler::sync::{collect, collect_minor, set_policy, Gc};
 use recycler::Policy;
 
-/// Ends a model as `models.rs` does: collect (fully), yield to exiting
-/// threads, and require every object dropped exactly once.
-fn finish(book: &Book) {
-    collect();
-    for _ in 0..3 {
-        if book.dropped() == book.len() {
-            break;
-        }
-        thread::yield_now();
-        collect();
-    }
-    book.assert_all_dropped_once();
-}
-
 /// `a -> b` (no cycle); `a` is buffered and its other handle is dropped on
 /// a second thread while a minor collection holds, traces and promotes it.
 /// The promotion (a collector-only write) must be ordered before the last
@@ -47,7 +33,7 @@ fn promotion_against_last_drop() {
         });
         collect_minor();
         t.join().unwrap();
-        finish(&book);
+        book.finish();
     });
 }
 
@@ -72,7 +58,7 @@ fn promotion_against_upgrade() {
         });
         collect_minor();
         t.join().unwrap();
-        finish(&book);
+        book.finish();
     });
 }
 
@@ -101,7 +87,7 @@ fn old_cycle_against_upgrade() {
         });
         collect();
         t.join().unwrap();
-        finish(&book);
+        book.finish();
     });
 }
 
@@ -124,6 +110,6 @@ fn old_root_rebuffering() {
         let t = thread::spawn(move || drop(young));
         collect_minor();
         t.join().unwrap();
-        finish(&book);
+        book.finish();
     });
 }

@@ -19,24 +19,6 @@ fn pair(book: &Arc<Book>) -> (Gc<Node>, Gc<Node>) {
     (a, b)
 }
 
-/// Ends a model: everything must be collectable and dropped exactly once.
-///
-/// Loom's `join` returns before the joined thread's thread-locals are
-/// destroyed (std's does not), so the buffer a finished thread hands over
-/// may arrive after the join: collect again after yielding to the exiting
-/// threads (a bounded number of times; a leak fails the assertion).
-fn finish(book: &Book) {
-    collect();
-    for _ in 0..3 {
-        if book.dropped() == book.len() {
-            break;
-        }
-        thread::yield_now();
-        collect();
-    }
-    book.assert_all_dropped_once();
-}
-
 /// The common shape: `a <-> b` with `b` buffered (its only handle is in
 /// `a`'s cell); `mutator` gets the only outside handle, `a`, on a second
 /// thread while the main thread collects.
@@ -49,7 +31,7 @@ fn pair_against_collector(mutator: fn(Gc<Node>)) {
         let t = thread::spawn(move || mutator(a));
         collect();
         t.join().unwrap();
-        finish(&book);
+        book.finish();
     });
 }
 
@@ -101,7 +83,7 @@ fn move_between_cells() {
         });
         collect();
         t.join().unwrap();
-        finish(&book);
+        book.finish();
     });
 }
 
@@ -135,7 +117,7 @@ fn upgrade_against_doom() {
         });
         collect();
         t.join().unwrap();
-        finish(&book);
+        book.finish();
     });
 }
 
@@ -151,7 +133,7 @@ fn last_drop_against_hold() {
         let t = thread::spawn(move || drop(a));
         collect();
         t.join().unwrap();
-        finish(&book);
+        book.finish();
     });
 }
 
@@ -172,7 +154,7 @@ fn concurrent_buffering() {
         t2.join().unwrap();
         a.check();
         drop(a);
-        finish(&book);
+        book.finish();
     });
 }
 
@@ -195,7 +177,7 @@ fn try_unwrap_against_collector() {
             Err(a) => drop(a), // the collector held it at that moment
         }
         t.join().unwrap();
-        finish(&book);
+        book.finish();
     });
 }
 
@@ -214,7 +196,7 @@ fn drop_to_zero_while_buffered() {
         collect();
         t1.join().unwrap();
         t2.join().unwrap();
-        finish(&book);
+        book.finish();
     });
 }
 
@@ -276,7 +258,7 @@ fn destructor_stores_dead_handle() {
         collect();
         t.join().unwrap();
         drop(stash.lock().unwrap().take());
-        finish(&book);
+        book.finish();
     });
 }
 
@@ -310,7 +292,7 @@ fn destructor_calls_collect() {
         let t = thread::spawn(collect);
         collect();
         t.join().unwrap();
-        finish(&book);
+        book.finish();
     });
 }
 
@@ -386,7 +368,7 @@ fn two_concurrent_collectors() {
         let t = thread::spawn(collect);
         collect();
         t.join().unwrap();
-        finish(&book);
+        book.finish();
     });
 }
 
@@ -444,6 +426,6 @@ fn trace_panic_against_mutator() {
         let result = std::panic::catch_unwind(collect);
         t.join().unwrap();
         assert!(result.unwrap_err().is::<FragileTrace>());
-        finish(&book);
+        book.finish();
     });
 }

@@ -11,9 +11,17 @@
 //!    of old objects: it moves them to the old roots, untouched.
 //! 2. **Trace** breadth-first from the roots. Each object is traced with its
 //!    cells locked (guards kept in a sink) and a hold is taken on every
-//!    newly seen target *before* the guards are released, so the collector
-//!    owns a strong reference to everything it has seen and never reads a
-//!    value whose last handle is being dropped or that someone has `&mut` to.
+//!    newly seen target *before* its guards could be released, so the
+//!    collector owns a strong reference to everything it has seen and never
+//!    reads a value whose last handle is being dropped or that someone has
+//!    `&mut` to. The guards are kept until the trace ends (*pinning*), up to
+//!    `PIN_BUDGET` of them: past it they are released and only the objects
+//!    traced afterwards stay pinned. A pinned object's cells cannot change
+//!    from its trace to the end of the trace, instant t*, and its other
+//!    fields change only through `&mut` (impossible while we hold it): its
+//!    traced edges are its edges at t*. Mutators wait for a pinned cell at
+//!    most one trace; the collector itself only `try_lock`s, so it never
+//!    waits for a mutator and cannot deadlock with one.
 //!    A minor collection does not enter old objects: an edge to one is not
 //!    an edge of the graph, and the old object's handle stays an external
 //!    reference in its target's count.
@@ -25,14 +33,29 @@
 //!    collection, each live node with a positive trial count is buffered
 //!    again as an old root, because the reference that kept it may come from
 //!    an old member of its own garbage cycle (the cross-generation rule).
-//! 4. **Validate each weakly connected component** of the candidate garbage:
-//!    lock all of its cells at once and re-trace it; with every lock held,
-//!    check that each member's snapshot count is exactly its internal
-//!    in-degree (plus the hold). Release the locks, then CAS every member's
-//!    word from `W` to `W | CLAIMED`; if all succeed, set `DOOMED`. Any
-//!    failure unclaims, buffers the members again and leaves them for later.
-//! 5. **Free** the doomed members: mark them dead, drop every value (a panic
-//!    is kept and re-raised at the end), mark them `GONE`, release the holds.
+//! 4. **Validate.** The Σ-test: at one instant t* with every member's
+//!    cells locked, each member's snapshot count is exactly its in-degree
+//!    from the members' cells (plus the hold); the Δ-test: CAS every
+//!    member's word from `W` to `W | CLAIMED` (no clone, drop, upgrade or
+//!    buffering since its snapshot, which covers t*); if all succeed, set
+//!    `DOOMED`. Together they prove that at t* every handle to a member was
+//!    in a member's cell, and that none was made since: nothing outside can
+//!    reach the members.
+//!    - *Fast path* (`claim_pinned`): when every candidate was pinned, the
+//!      trace already is the Σ-test at t* for the whole candidate garbage
+//!      (its trial counts are zero and no live node has an edge into it), so
+//!      only the Δ-test runs, on all candidates at once: no second trace, no
+//!      components.
+//!    - *Slow path* (`validate_components`), when a candidate was not pinned
+//!      or a Δ-test failed: each weakly connected component of the candidate
+//!      garbage on its own: lock all of its cells at once and re-trace it
+//!      (the Σ-test), release the locks, then the Δ-test. A failing
+//!      component is unclaimed and buffered again, and left for later.
+//! 5. **Free** the doomed members (marked dead when doomed): drop each value
+//!    (a panic is kept and re-raised at the end), then set `GONE` and
+//!    release the hold in one RMW (`Header::release_doomed`). Releasing one
+//!    member early is safe: its count reaches zero only if no other member's
+//!    value still holds a handle to it.
 //! 6. Release the holds on everything else.
 //!
 //! A `Trace` impl that panics (steps 2 and 4) is treated as a cell that could
@@ -48,7 +71,7 @@ use core::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 
 use super::drops::{self, Panic};
-use super::header::{count, Drained, Header, CLAIMED, DOOMED, GONE};
+use super::header::{count, Drained, Header, CLAIMED, DOOMED};
 use super::prim::MutexGuard;
 use super::state::{global, push_root_quietly, Entry, Global};
 use crate::guards::GuardSink;
@@ -57,6 +80,16 @@ use crate::Policy;
 
 /// No node / not a member of any component.
 const NONE: u32 = u32::MAX;
+
+/// The most cell guards a trace keeps at once (the cells of the nodes it
+/// traced last); see step 2. Bounds how long a mutator may wait for a cell
+/// the collector pinned: a trace of a few thousand objects.
+#[cfg(not(loom))]
+const PIN_BUDGET: usize = 8192;
+/// Under loom, two guards: models of three or more objects also run with
+/// nodes left unpinned (the fallback to re-tracing validation).
+#[cfg(loom)]
+const PIN_BUDGET: usize = 2;
 
 /// Which collection to run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -85,6 +118,12 @@ struct Node {
     word: u64,
     /// Range of this node's out-edges in `Work::edges`.
     edges: (u32, u32),
+    /// The trial count: the snapshot count minus our hold minus the
+    /// internal edges seen so far (then, in a component's Σ-test, what is
+    /// left of it).
+    trial: i64,
+    /// Found live (reachable from an external reference or a kept node).
+    live: bool,
     /// A cell could not be inspected.
     kept: bool,
     /// Our hold has been released.
@@ -110,9 +149,6 @@ pub(crate) struct Work {
     /// validated.
     guards: GuardSink,
     entries: Vec<Entry>,
-    /// Trial counts, then (per component) the Σ-test's remaining counts.
-    trial: Vec<i64>,
-    live: Vec<bool>,
     stack: Vec<u32>,
     /// Union-find parents, then component numbers by node.
     parent: Vec<u32>,
@@ -147,6 +183,8 @@ impl Work {
             header,
             word,
             edges: (0, 0),
+            trial: count(word) as i64 - 1,
+            live: false,
             kept: false,
             released: false,
         });
@@ -180,20 +218,17 @@ impl Work {
         }
     }
 
-    /// Releases every remaining hold and empties the buffers (keeping their
-    /// capacity, unless a huge collection left far more than it needs).
+    /// Empties the buffers (keeping their capacity, unless a huge collection
+    /// left far more than it needs).
     fn finish(&mut self) {
         self.guards.clear();
-        for i in 0..self.nodes.len() {
-            self.release(i);
-        }
+        // Step 6 of the collection released every hold.
+        debug_assert!(self.nodes.iter().all(|node| node.released));
         let n = self.nodes.len();
         self.nodes.clear();
         self.edges.clear();
         self.targets.clear();
         self.entries.clear();
-        self.trial.clear();
-        self.live.clear();
         self.stack.clear();
         self.parent.clear();
         self.member_of.clear();
@@ -420,7 +455,12 @@ fn collect_locked(global: &Global, w: &mut Work, kind: Kind) -> (usize, usize, P
     w.entries = entries;
     flush_old_roots(global, &mut w.old_roots);
 
-    // 2. Trace, holding every target before the source's cells unlock.
+    // 2. Trace, holding every target before the source's cells unlock. The
+    //    cells stay locked until the trace ends (up to `PIN_BUDGET` guards;
+    //    past it, they are released and only the nodes traced afterwards
+    //    stay pinned), so the edges of the pinned nodes are a snapshot of one
+    //    instant: the end of the trace.
+    let mut pinned_from = 0;
     let mut i = 0;
     while i < w.nodes.len() {
         let header = w.nodes[i].header;
@@ -453,29 +493,29 @@ fn collect_locked(global: &Global, w: &mut Work, kind: Kind) -> (usize, usize, P
                 },
             };
             w.edges.push(j);
+            w.nodes[j as usize].trial -= 1;
         }
-        w.guards.clear();
+        if w.guards.len() > PIN_BUDGET {
+            w.guards.clear();
+            pinned_from = i + 1;
+        }
         let node = &mut w.nodes[i];
         node.edges = (first, w.edges.len() as u32);
         node.kept = kept;
         i += 1;
     }
+    // t*: every cell of the nodes from `pinned_from` on is locked right now.
+    w.guards.clear();
     let traced = w.nodes.len();
     let n = traced;
 
     // 3. Trial deletion on private counts.
-    w.trial
-        .extend(w.nodes.iter().map(|node| count(node.word) as i64 - 1));
-    for &j in &w.edges {
-        w.trial[j as usize] -= 1;
-    }
-    w.live.resize(n, false);
     for i in 0..n {
-        let node = &w.nodes[i];
-        if w.trial[i] != 0 || node.kept {
-            w.live[i] = true;
+        let node = &mut w.nodes[i];
+        if node.trial != 0 || node.kept {
+            node.live = true;
             w.stack.push(i as u32);
-            if node.kept || w.trial[i] < 0 {
+            if node.kept || node.trial < 0 {
                 // Opaque right now (a locked cell) or seen inconsistently
                 // while it changed: not known to be live, so look again
                 // next time.
@@ -486,8 +526,8 @@ fn collect_locked(global: &Global, w: &mut Work, kind: Kind) -> (usize, usize, P
     while let Some(i) = w.stack.pop() {
         let (a, b) = w.nodes[i as usize].edges;
         for &j in &w.edges[a as usize..b as usize] {
-            if !w.live[j as usize] {
-                w.live[j as usize] = true;
+            if !w.nodes[j as usize].live {
+                w.nodes[j as usize].live = true;
                 w.stack.push(j);
             }
         }
@@ -498,92 +538,27 @@ fn collect_locked(global: &Global, w: &mut Work, kind: Kind) -> (usize, usize, P
         0
     };
 
-    // 4. Components of the candidate garbage (union-find), grouped without
-    //    hashing, then validated one by one.
-    w.parent.extend(0..n as u32);
-    fn find(parent: &mut [u32], mut i: u32) -> u32 {
-        while parent[i as usize] != i {
-            parent[i as usize] = parent[parent[i as usize] as usize];
-            i = parent[i as usize];
-        }
-        i
-    }
-    for i in 0..n {
-        if w.live[i] {
-            continue;
-        }
-        let (a, b) = w.nodes[i].edges;
-        for k in a as usize..b as usize {
-            let j = w.edges[k];
-            if !w.live[j as usize] {
-                let ri = find(&mut w.parent, i as u32);
-                let rj = find(&mut w.parent, j);
-                w.parent[ri as usize] = rj;
-            }
-        }
-    }
-    // Number the components (by root), count their members, then lay the
-    // members out grouped: `members[bounds[c]..bounds[c + 1]]`.
-    w.member_of.resize(n, NONE);
-    let mut components = 0u32;
-    for i in 0..n {
-        if w.live[i] {
-            continue;
-        }
-        let root = find(&mut w.parent, i as u32) as usize;
-        if w.member_of[root] == NONE {
-            w.member_of[root] = components;
-            components += 1;
-        }
-        w.member_of[i] = w.member_of[root];
-    }
-    w.bounds.resize(components as usize + 1, 0);
-    for i in 0..n {
-        if !w.live[i] {
-            w.bounds[w.member_of[i] as usize + 1] += 1;
-        }
-    }
-    for c in 0..components as usize {
-        w.bounds[c + 1] += w.bounds[c];
-    }
-    let garbage = w.bounds[components as usize] as usize;
-    w.members.resize(garbage, 0);
-    // `stack` is empty: reuse it as the fill cursor of each component.
-    w.stack.extend_from_slice(&w.bounds[..components as usize]);
-    for i in 0..n {
-        if !w.live[i] {
-            let c = w.member_of[i] as usize;
-            w.members[w.stack[c] as usize] = i as u32;
-            w.stack[c] += 1;
-        }
-    }
-    w.stack.clear();
-    for c in 0..components {
-        let (a, b) = (
-            w.bounds[c as usize] as usize,
-            w.bounds[c as usize + 1] as usize,
-        );
-        if validate(w, a, b, c) {
-            w.doomed.extend_from_slice(&w.members[a..b]);
-        } else {
-            for &m in &w.members[a..b] {
-                rebuffer(w.nodes[m as usize].header);
-            }
-        }
+    // 4. Validation. Fast path: the whole candidate garbage at once, when all
+    //    of it was pinned (its Σ-test is the trial itself); otherwise, or if
+    //    a Δ-test fails, component by component with a re-trace.
+    if !claim_pinned(w, pinned_from) {
+        validate_components(w);
     }
 
-    // 5. Free the doomed: dead first, then drop every value, then memory.
-    for &m in &w.doomed {
-        // SAFETY: validation proved that no other thread can reach `m`
-        // (module docs), so nobody reads the flag concurrently.
-        unsafe { w.nodes[m as usize].header.as_ref().dead.set() };
-    }
+    // 5. Free the doomed (marked dead by `doom`): drop each value, then set
+    //    `GONE` and release our hold in one RMW. A member whose memory that
+    //    frees is referenced by no other member's value (its count would
+    //    not reach zero), so the drops that follow never touch it.
     // A `Trace` panic came first. Fields of a garbage value whose count
     // reaches zero are only queued (we run in a drop batch), so a value whose
     // `Drop` panics unwinds through no other user code.
     let mut panic = w.panic.take();
-    for &m in &w.doomed {
-        let header = w.nodes[m as usize].header;
+    let mut old_freed = 0;
+    for k in 0..w.doomed.len() {
+        let node = &mut w.nodes[w.doomed[k] as usize];
+        let header = node.header;
+        // SAFETY: held; collector lock held.
+        old_freed += u64::from(unsafe { header.as_ref().generation.is_old() });
         // SAFETY: doomed and held: the value is alive and ours alone.
         let result = catch_unwind(AssertUnwindSafe(|| unsafe {
             (header.as_ref().vtable.drop_value)(header)
@@ -591,23 +566,14 @@ fn collect_locked(global: &Global, w: &mut Work, kind: Kind) -> (usize, usize, P
         if let Err(payload) = result {
             panic.get_or_insert(payload);
         }
-        // SAFETY: still held.
-        unsafe { header.as_ref() }.word.fetch_or(GONE, Release);
+        node.released = true;
+        // SAFETY: held (the hold is consumed here), doomed, value dropped.
+        unsafe { Header::release_doomed(header) };
     }
     let freed = w.doomed.len();
     global.freed_by_collector.fetch_add(freed as u64, Relaxed);
     if !minor {
-        let old_freed = w.doomed.iter().filter(|&&m| {
-            // SAFETY: held; collector lock held.
-            unsafe { w.nodes[m as usize].header.as_ref().generation.is_old() }
-        });
-        global
-            .old_freed_by_collector
-            .fetch_add(old_freed.count() as u64, Relaxed);
-    }
-    for k in 0..w.doomed.len() {
-        let m = w.doomed[k] as usize;
-        w.release(m);
+        global.old_freed_by_collector.fetch_add(old_freed, Relaxed);
     }
 
     // 6. Everything else.
@@ -642,6 +608,148 @@ fn collect_locked(global: &Global, w: &mut Work, kind: Kind) -> (usize, usize, P
     (freed, traced, panic)
 }
 
+/// The fast path of validation: if every candidate garbage node was pinned
+/// (its cells locked from its trace to the end of the trace, t*), the trace
+/// is a snapshot of their edges at t*, so the trial count of zero of every
+/// candidate *is* the Σ-test of the whole candidate garbage at t* (no edge
+/// from a live node reaches it, or it would be live). Then the Δ-test: CAS
+/// every member's word from its snapshot to `CLAIMED`; if all succeed, the
+/// counts held from each snapshot through t* to the claim, and everything is
+/// doomed. Returns `false`, having claimed nothing, if a candidate was not
+/// pinned or a Δ-test failed (the caller then validates component by
+/// component, re-tracing).
+fn claim_pinned(w: &mut Work, pinned_from: usize) -> bool {
+    debug_assert!(w.doomed.is_empty());
+    let n = w.nodes.len();
+    if (0..pinned_from).any(|i| !w.nodes[i].live) {
+        return false;
+    }
+    for i in pinned_from..n {
+        if w.nodes[i].live {
+            continue;
+        }
+        let node = &w.nodes[i];
+        // SAFETY: held.
+        let word = &unsafe { node.header.as_ref() }.word;
+        if word
+            .compare_exchange(node.word, node.word | CLAIMED, AcqRel, Acquire)
+            .is_err()
+        {
+            for &undo in &w.doomed {
+                // SAFETY: held.
+                unsafe { w.nodes[undo as usize].header.as_ref() }
+                    .word
+                    .fetch_and(!CLAIMED, AcqRel);
+            }
+            w.doomed.clear();
+            return false;
+        }
+        w.doomed.push(i as u32);
+    }
+    for &m in &w.doomed {
+        doom(&w.nodes[m as usize]);
+    }
+    true
+}
+
+/// Dooms a node whose Δ-test succeeded as part of a validated set: marks
+/// it dead, then sets `DOOMED` with a plain store.
+///
+/// A store suffices: from its successful CAS until its value is dropped, no
+/// other thread writes the word (there is no handle to clone or drop
+/// outside the validated set, `Weak::upgrade` only loads while `CLAIMED` is
+/// set, and only the collector-lock holder drains or holds), and no user
+/// code runs in between on this thread. Dead first: once the values drop,
+/// their destructors may reach each other's handles.
+fn doom(node: &Node) {
+    // SAFETY: held; validation proved that no other thread can reach the
+    // object (module docs), so nobody reads the flag concurrently.
+    let header = unsafe { node.header.as_ref() };
+    // SAFETY: as above.
+    unsafe { header.dead.set() };
+    header.word.store(node.word | CLAIMED | DOOMED, Release);
+}
+
+/// The slow path of validation: the weakly connected components of the
+/// candidate garbage (union-find, grouped without hashing), each validated
+/// on its own with a re-trace ([`validate`]); the members of the components
+/// that pass go to `w.doomed`, the others are buffered again.
+fn validate_components(w: &mut Work) {
+    let n = w.nodes.len();
+    w.parent.extend(0..n as u32);
+
+    fn find(parent: &mut [u32], mut i: u32) -> u32 {
+        while parent[i as usize] != i {
+            parent[i as usize] = parent[parent[i as usize] as usize];
+            i = parent[i as usize];
+        }
+        i
+    }
+    for i in 0..n {
+        if w.nodes[i].live {
+            continue;
+        }
+        let (a, b) = w.nodes[i].edges;
+        for k in a as usize..b as usize {
+            let j = w.edges[k];
+            if !w.nodes[j as usize].live {
+                let ri = find(&mut w.parent, i as u32);
+                let rj = find(&mut w.parent, j);
+                w.parent[ri as usize] = rj;
+            }
+        }
+    }
+    // Number the components (by root), count their members, then lay the
+    // members out grouped: `members[bounds[c]..bounds[c + 1]]`.
+    w.member_of.resize(n, NONE);
+    let mut components = 0u32;
+    for i in 0..n {
+        if w.nodes[i].live {
+            continue;
+        }
+        let root = find(&mut w.parent, i as u32) as usize;
+        if w.member_of[root] == NONE {
+            w.member_of[root] = components;
+            components += 1;
+        }
+        w.member_of[i] = w.member_of[root];
+    }
+    w.bounds.resize(components as usize + 1, 0);
+    for i in 0..n {
+        if !w.nodes[i].live {
+            w.bounds[w.member_of[i] as usize + 1] += 1;
+        }
+    }
+    for c in 0..components as usize {
+        w.bounds[c + 1] += w.bounds[c];
+    }
+    let garbage = w.bounds[components as usize] as usize;
+    w.members.resize(garbage, 0);
+    // `stack` is empty: reuse it as the fill cursor of each component.
+    w.stack.extend_from_slice(&w.bounds[..components as usize]);
+    for i in 0..n {
+        if !w.nodes[i].live {
+            let c = w.member_of[i] as usize;
+            w.members[w.stack[c] as usize] = i as u32;
+            w.stack[c] += 1;
+        }
+    }
+    w.stack.clear();
+    for c in 0..components {
+        let (a, b) = (
+            w.bounds[c as usize] as usize,
+            w.bounds[c as usize + 1] as usize,
+        );
+        if validate(w, a, b, c) {
+            w.doomed.extend_from_slice(&w.members[a..b]);
+        } else {
+            for &m in &w.members[a..b] {
+                rebuffer(w.nodes[m as usize].header);
+            }
+        }
+    }
+}
+
 /// Promotes the live nodes (except those a cell kept opaque or whose count
 /// was inconsistent: they were buffered again as young roots) and, after a
 /// minor collection, buffers again as old roots those with a positive trial
@@ -657,7 +765,7 @@ fn promote_live(global: &Global, w: &mut Work, minor: bool) -> usize {
     let mut promoted = 0;
     for i in 0..w.nodes.len() {
         let node = &w.nodes[i];
-        if !w.live[i] || node.kept || w.trial[i] < 0 {
+        if !w.nodes[i].live || node.kept || w.nodes[i].trial < 0 {
             continue;
         }
         // SAFETY: held; collector lock held.
@@ -668,7 +776,7 @@ fn promote_live(global: &Global, w: &mut Work, minor: bool) -> usize {
             unsafe { header.generation.promote() };
             promoted += 1;
         }
-        if minor && w.trial[i] > 0 && header.rebuffer() {
+        if minor && w.nodes[i].trial > 0 && header.rebuffer() {
             w.old_roots.push(Entry(node.header));
         }
     }
@@ -692,7 +800,7 @@ fn validate(w: &mut Work, a: usize, b: usize, id: u32) -> bool {
     // counts of this component's members.
     for k in a..b {
         let m = w.members[k] as usize;
-        w.trial[m] = count(w.nodes[m].word) as i64 - 1;
+        w.nodes[m].trial = count(w.nodes[m].word) as i64 - 1;
     }
     let mut closed = true;
     for k in a..b {
@@ -709,12 +817,15 @@ fn validate(w: &mut Work, a: usize, b: usize, id: u32) -> bool {
             // SAFETY: reported by a handle in a locked cell or held object.
             if let Some(j) = unsafe { w.lookup(target) } {
                 if w.member_of[j as usize] == id {
-                    w.trial[j as usize] -= 1;
+                    w.nodes[j as usize].trial -= 1;
                 }
             }
         }
     }
-    closed = closed && w.members[a..b].iter().all(|&m| w.trial[m as usize] == 0);
+    closed = closed
+        && w.members[a..b]
+            .iter()
+            .all(|&m| w.nodes[m as usize].trial == 0);
     // t*: every cell of the component is locked right now.
     w.guards.clear();
     if !closed {
@@ -741,10 +852,7 @@ fn validate(w: &mut Work, a: usize, b: usize, id: u32) -> bool {
         }
     }
     for &m in &w.members[a..b] {
-        // SAFETY: held.
-        unsafe { w.nodes[m as usize].header.as_ref() }
-            .word
-            .fetch_or(DOOMED, AcqRel);
+        doom(&w.nodes[m as usize]);
     }
     true
 }

@@ -410,6 +410,31 @@ impl Header {
         super::drops::drop_value_later(this, old);
     }
 
+    /// The collector is done with a doomed object whose value it dropped:
+    /// sets `GONE` and releases its hold in one RMW (adding `GONE` sets the
+    /// bit: it was clear, since only this collector drops a doomed value).
+    /// If that was the last strong reference, releases the shared weak one
+    /// unless a buffer entry still needs the memory (as
+    /// [`Header::last_strong_released`] does for a `GONE` object).
+    ///
+    /// # Safety
+    /// The caller holds the object (one strong reference, which this
+    /// consumes), it is doomed and its value has been dropped.
+    pub(crate) unsafe fn release_doomed(this: NonNull<Header>) {
+        // SAFETY: our hold keeps the header alive.
+        let header = unsafe { this.as_ref() };
+        let old = header.word.fetch_add(GONE.wrapping_add(DEC), Release);
+        debug_assert!(old & DOOMED != 0 && old & GONE == 0);
+        if count(old) == 1 {
+            let _ = header.word.load(Acquire);
+            if old & BUFFERED == 0 {
+                // SAFETY: we performed the transition to zero of a value
+                // that is gone, and no entry needs the memory.
+                unsafe { Self::release_weak(this) };
+            }
+        }
+    }
+
     /// Called after the value has been dropped (or moved out) following the
     /// transition to zero recorded in `old`: releases the shared weak
     /// reference unless a buffer entry still needs the memory.

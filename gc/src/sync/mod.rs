@@ -59,7 +59,18 @@
 //! the component plus the hold; (Δ) release the locks and CAS each member's
 //! word from `W` to `W | CLAIMED`; if every CAS succeeds, set `DOOMED`.
 //! Any failure unclaims and re-buffers the component: it waits for a later
-//! collection (it may leak for a while; it is never freed early). Doomed
+//! collection (it may leak for a while; it is never freed early).
+//! Usually no re-trace is needed: the trace keeps every cell it locked
+//! locked until the trace ends (*pinning*, up to a budget of guards), so the
+//! first trace is already a snapshot of the pinned objects' edges at one
+//! instant, the end of the trace; when every candidate was pinned, their
+//! zero trial counts are the Σ-test of the whole candidate garbage at that
+//! instant and only the Δ-test CASes run (`collector.rs`, step 4). The
+//! soundness argument below applies unchanged with `t*` the end of the
+//! trace and `C` the whole candidate garbage. The price: a mutator that
+//! locks a cell of an object being traced waits until the trace ends (at
+//! most `PIN_BUDGET` = 8192 guards' worth of tracing; the collector itself
+//! only `try_lock`s, so it never waits for a mutator). Doomed
 //! members are marked dead (`Deref` panics, `try_deref` returns `None`),
 //! every value is dropped (a panicking `Drop` does not stop the others and is
 //! re-raised afterwards), then the holds are released and memory follows
@@ -321,9 +332,11 @@
 //! in a collector-only slot of its header (in what would be padding), so
 //! resolving an edge needs no hash table: the slot is believed only when the
 //! node it names has that very header (a stale number from an earlier
-//! collection names another node or none). Components, trial counts and
-//! Σ-test counts live in vectors indexed by node number, and every buffer
-//! is kept behind the collector lock for the next collection. An edge to a
+//! collection names another node or none). A node keeps its trial count
+//! (reused for the Σ-test of the slow path) and liveness; edges and
+//! components live in vectors indexed by node number (components are only
+//! computed when the fast path of validation does not apply), and every
+//! buffer is kept behind the collector lock for the next collection. An edge to a
 //! `sync::Gc<T>` whose `T` cannot own pointers is not reported (the leaf is
 //! not in the graph; its count keeps that edge as an external reference).
 

@@ -1,0 +1,82 @@
+//! A fixed amount of one sync workload, for instruction counts under
+//! `valgrind --tool=callgrind` (deterministic where criterion's timings are
+//! noisy on a busy machine): `cargo build --release -p benches --bin
+//! sync_profile`, then
+//! `valgrind --tool=callgrind target/release/sync_profile hub recycler-sync-gc 10000 100000`.
+//!
+//! Workloads: `hub <pointer> <H> <requests>` (one thread),
+//! `churn <pointer> <threads> <cycles per thread>` and
+//! `random <pointer> <threads> <operations>` (the threaded random
+//! operations); pointers:
+//! `recycler-sync-gc`, `recycler-sync-gc-thread`, `arc-leak`. Prints the
+//! nodes left alive at the end (0 for the collectors).
+
+use benches::heap::{Heap, SyncHeap};
+use benches::live;
+use benches::ptr::recycler_sync_gc::{RecyclerSyncGc, RecyclerSyncGcThread};
+use benches::ptr::std_arc::StdArc;
+use benches::workloads::hub::{self, Back};
+use benches::workloads::{cycle_churn, threaded};
+
+fn usage() -> ! {
+    eprintln!(
+        "usage: sync_profile hub <recycler-sync-gc|recycler-sync-gc-thread|arc-leak> <H> <requests>\n       \
+         sync_profile churn <recycler-sync-gc|recycler-sync-gc-thread|arc-leak> <threads> <cycles>\n       \
+         sync_profile random <recycler-sync-gc|recycler-sync-gc-thread|arc> <threads> <operations>"
+    );
+    std::process::exit(2);
+}
+
+fn hub_run<H: Heap>(h: usize, requests: usize, leak: bool) {
+    H::prepare();
+    let root = hub::build_tree::<H>(h);
+    let mut kept = Vec::with_capacity(if leak { requests } else { 0 });
+    for _ in 0..requests {
+        let req = hub::request::<H>(&root, Back::Strong);
+        if leak {
+            kept.push(req);
+        }
+    }
+    kept.into_iter().for_each(hub::release::<H>);
+    drop(root);
+    H::collect();
+}
+
+fn churn_run<H: SyncHeap>(threads: usize, n: usize, leak: bool) {
+    H::prepare();
+    let t = cycle_churn::run::<H>(threads, n, leak);
+    eprintln!(
+        "{:.1} ns per cycle",
+        t.as_nanos() as f64 / (threads * n) as f64
+    );
+}
+
+fn random_run<H: SyncHeap>(threads: usize, ops: usize) {
+    H::prepare();
+    let t = threaded::run::<H>(threaded::roots::<H>(threads), threads, ops);
+    H::collect();
+    eprintln!("{:.1} ms", t.as_secs_f64() * 1e3);
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let [work, ptr, a, b] = &args[..] else {
+        usage()
+    };
+    let (Ok(a), Ok(b)) = (a.parse::<usize>(), b.parse::<usize>()) else {
+        usage()
+    };
+    match (work.as_str(), ptr.as_str()) {
+        ("hub", "recycler-sync-gc") => hub_run::<RecyclerSyncGc>(a, b, false),
+        ("hub", "recycler-sync-gc-thread") => hub_run::<RecyclerSyncGcThread>(a, b, false),
+        ("hub", "arc-leak") => hub_run::<StdArc>(a, b, true),
+        ("churn", "recycler-sync-gc") => churn_run::<RecyclerSyncGc>(a, b, false),
+        ("churn", "recycler-sync-gc-thread") => churn_run::<RecyclerSyncGcThread>(a, b, false),
+        ("churn", "arc-leak") => churn_run::<StdArc>(a, b, true),
+        ("random", "recycler-sync-gc") => random_run::<RecyclerSyncGc>(a, b),
+        ("random", "recycler-sync-gc-thread") => random_run::<RecyclerSyncGcThread>(a, b),
+        ("random", "arc") => random_run::<StdArc>(a, b),
+        _ => usage(),
+    }
+    println!("alive at the end: {}", live::alive());
+}
