@@ -16,9 +16,9 @@
 //!
 //! Objects carry no type information (a leaf is laid out exactly as
 //! `std::rc`'s), so each stacked entry is a pointer plus the monomorphised
-//! function that finishes it: a leaf's typed pointer and `finish_leaf::<T>`
-//! (or `finish_candidate::<T>`), or a candidate's [`Object`] and
-//! `finish_object`. The stack is a `Vec` whose capacity (up to 1024 entries)
+//! function that finishes it (`finish_queued::<P>` for a [`Dying`] `P`: a
+//! typed pointer to a leaf or a candidate, or a candidate's [`Object`]). The
+//! stack is a `Vec` whose capacity (up to 1024 entries)
 //! is kept between drains. A queued object's own memory cannot hold the
 //! link: a leaf has no spare word (its strong count must keep reading zero
 //! for `Weak::upgrade`, its weak count keeps counting, and the rest is the
@@ -29,6 +29,14 @@
 //! rest of the stack and re-raises the first panic at the end. The memory of
 //! an object whose `Drop` panicked is released all the same: unwinding has
 //! dropped the value's fields, so the value counts as dropped.
+//!
+//! The nested in-place free is the hot path of every tree's drop, so it is
+//! kept to what `std::rc` does plus the depth: the catch covers the value's
+//! drop only (the release after it needs no guard on the stack), the depth
+//! is one unsigned comparison and is read again, not kept, across the drop,
+//! and the panic path is out of line. The handle's own decrement stays
+//! inline in the drop glue that owns it, everything after it is out of line
+//! (`Strong::drop_slow`, as `std::rc::Rc::drop_slow`).
 
 use core::cell::{Cell, UnsafeCell};
 use core::mem::{align_of, size_of, MaybeUninit};
@@ -179,32 +187,146 @@ fn keep_panic(payload: Box<dyn std::any::Any + Send>) {
     }
 }
 
-/// Frees `ptr` now with `direct` (as the drainer if none runs, or nested
-/// in place below [`MAX_DEPTH`]), or queues it, to be finished by `finish`.
+/// An object whose last strong reference is gone, as the queue frees it.
 ///
 /// # Safety
-/// As for [`free_typed`], for the object at `ptr`; `direct` and `finish`
-/// finish it.
-#[inline]
-unsafe fn free<P: Copy>(ptr: P, finish: unsafe fn(Raw), direct: unsafe fn(P)) {
-    let depth = DEPTH.with(Cell::get);
-    if depth == 0 {
-        // SAFETY: forwarded from the caller.
-        as_drainer(|| unsafe { direct(ptr) });
-    } else if depth < MAX_DEPTH {
-        DEPTH.with(|d| d.set(depth + 1));
-        // SAFETY: forwarded from the caller.
-        let run = panic::catch_unwind(AssertUnwindSafe(|| unsafe { direct(ptr) }));
-        DEPTH.with(|d| d.set(depth));
-        if let Err(payload) = run {
-            keep_panic(payload);
+/// Implementations drop the value exactly as the object's type requires and
+/// release the strong side's weak reference of that same object.
+unsafe trait Dying: Copy {
+    /// Drops the value in place.
+    ///
+    /// # Safety
+    /// The object's strong count is zero, its value alive and unreferenced;
+    /// called once.
+    unsafe fn drop_value(self);
+
+    /// Releases the strong side's weak reference (frees the memory if no
+    /// `Weak` remains).
+    ///
+    /// # Safety
+    /// The value is dropped (or its drop unwound); called once.
+    unsafe fn release(self);
+
+    /// Drops the value, then releases the weak reference, also if the
+    /// value's `Drop` panics: unwinding has then dropped its fields, and
+    /// the value counts as dropped.
+    ///
+    /// # Safety
+    /// As for [`Dying::drop_value`].
+    #[inline]
+    unsafe fn finish(self) {
+        struct Release<P: Dying>(P);
+        impl<P: Dying> Drop for Release<P> {
+            fn drop(&mut self) {
+                // SAFETY: runs once, after the value's drop (finished or
+                // unwound).
+                unsafe { self.0.release() }
+            }
         }
-    } else if QUEUE.try_with(|q| q.push(ptr, finish)).is_err() {
+        let _release = Release(self);
+        // SAFETY: forwarded.
+        unsafe { self.drop_value() }
+    }
+}
+
+/// A typed object: a leaf (`META == false`) or a candidate.
+struct Typed<T: ?Sized + Pointee, const META: bool>(NonNull<RcBox<T>>);
+
+impl<T: ?Sized + Pointee, const META: bool> Clone for Typed<T, META> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T: ?Sized + Pointee, const META: bool> Copy for Typed<T, META> {}
+
+// SAFETY: the value's own drop glue, and the release of the kind the object
+// was allocated with (`free_typed`'s contract).
+unsafe impl<T: ?Sized + Pointee, const META: bool> Dying for Typed<T, META> {
+    #[inline]
+    unsafe fn drop_value(self) {
+        // SAFETY: forwarded.
+        unsafe { header::drop_value_in_place(self.0) }
+    }
+
+    #[inline]
+    unsafe fn release(self) {
+        // SAFETY: forwarded.
+        unsafe { header::release_weak(self.0, META) }
+    }
+}
+
+// SAFETY: the object's vtable drops its value; the release is the
+// candidate's.
+unsafe impl Dying for Object {
+    #[inline]
+    unsafe fn drop_value(self) {
+        // SAFETY: forwarded.
+        unsafe { header::drop_value_erased(self) }
+    }
+
+    #[inline]
+    unsafe fn release(self) {
+        // SAFETY: forwarded.
+        unsafe { header::release_weak_object(self) }
+    }
+}
+
+/// Finishes a queued `P`.
+///
+/// # Safety
+/// `raw` holds a `P` queued by [`free`] under its contract.
+unsafe fn finish_queued<P: Dying>(raw: Raw) {
+    // SAFETY: forwarded.
+    unsafe { read::<P>(raw).finish() }
+}
+
+/// Frees `object` now (as the drainer if none runs, or nested in place
+/// below [`MAX_DEPTH`]), or queues it.
+///
+/// # Safety
+/// As for [`free_typed`], for `object`.
+#[inline]
+unsafe fn free<P: Dying>(object: P) {
+    let depth = DEPTH.with(Cell::get);
+    // One test for `0 < depth < MAX_DEPTH`: nested in a drainer, in place.
+    if depth.wrapping_sub(1) < MAX_DEPTH - 1 {
+        DEPTH.with(|d| d.set(depth + 1));
+        // Only the value's drop is inside the catch, and the depth is read
+        // again after it: nothing but the object is kept across the call.
+        // SAFETY: forwarded from the caller.
+        let run = panic::catch_unwind(AssertUnwindSafe(|| unsafe { object.drop_value() }));
+        DEPTH.with(|d| d.set(d.get() - 1));
+        match run {
+            // SAFETY: the value is dropped.
+            Ok(()) => unsafe { object.release() },
+            // SAFETY: its drop unwound (the fields are dropped).
+            Err(payload) => unsafe { released_after_panic(object, payload) },
+        }
+    } else if depth == 0 {
+        // SAFETY: forwarded from the caller.
+        as_drainer(|| unsafe { object.finish() });
+    } else if QUEUE
+        .try_with(|q| q.push(object, finish_queued::<P>))
+        .is_err()
+    {
         // The thread's queue is gone (thread-local destruction): free in
         // place. Only destructors running at thread exit get here.
         // SAFETY: forwarded from the caller.
-        unsafe { direct(ptr) }
+        unsafe { object.finish() }
     }
+}
+
+/// Releases `object` whose value's drop panicked, and keeps the panic.
+///
+/// # Safety
+/// As for [`Dying::release`].
+#[cold]
+#[inline(never)]
+unsafe fn released_after_panic<P: Dying>(object: P, payload: Box<dyn std::any::Any + Send>) {
+    // SAFETY: forwarded.
+    unsafe { object.release() };
+    keep_panic(payload);
 }
 
 /// Drops the value of an object whose strong count just reached zero, then
@@ -217,37 +339,12 @@ unsafe fn free<P: Copy>(ptr: P, finish: unsafe fn(Raw), direct: unsafe fn(P)) {
 /// its kind, and the caller gives up its last strong reference to it.
 #[inline]
 pub(crate) unsafe fn free_typed<T: ?Sized + Pointee>(ptr: NonNull<RcBox<T>>, has_meta: bool) {
-    /// # Safety
-    /// `raw` holds a leaf `NonNull<RcBox<T>>` (thin or wide) queued by
-    /// `free_typed`.
-    unsafe fn finish_leaf<T: ?Sized + Pointee>(raw: Raw) {
-        // SAFETY: forwarded from `free_typed`'s caller.
-        unsafe { header::finish::<T>(read(raw), false) }
-    }
-    /// # Safety
-    /// As `finish_leaf`, for a candidate.
-    unsafe fn finish_candidate<T: ?Sized + Pointee>(raw: Raw) {
-        // SAFETY: forwarded from `free_typed`'s caller.
-        unsafe { header::finish::<T>(read(raw), true) }
-    }
-    /// # Safety
-    /// As `finish_leaf`, not queued.
-    unsafe fn direct_leaf<T: ?Sized + Pointee>(ptr: NonNull<RcBox<T>>) {
-        // SAFETY: forwarded from `free_typed`'s caller.
-        unsafe { header::finish::<T>(ptr, false) }
-    }
-    /// # Safety
-    /// As `finish_candidate`, not queued.
-    unsafe fn direct_candidate<T: ?Sized + Pointee>(ptr: NonNull<RcBox<T>>) {
-        // SAFETY: forwarded from `free_typed`'s caller.
-        unsafe { header::finish::<T>(ptr, true) }
-    }
     // SAFETY: forwarded.
     unsafe {
         if has_meta {
-            free(ptr, finish_candidate::<T>, direct_candidate::<T>)
+            free(Typed::<T, true>(ptr))
         } else {
-            free(ptr, finish_leaf::<T>, direct_leaf::<T>)
+            free(Typed::<T, false>(ptr))
         }
     }
 }
@@ -259,31 +356,8 @@ pub(crate) unsafe fn free_typed<T: ?Sized + Pointee>(ptr: NonNull<RcBox<T>>, has
 /// buffer and no collector graph, and the caller gives up its last strong
 /// reference to it.
 pub(crate) unsafe fn free_object(object: Object) {
-    /// # Safety
-    /// `raw` holds an `Object` queued by `free_object`.
-    unsafe fn finish_object(raw: Raw) {
-        // SAFETY: forwarded from `free_object`'s caller.
-        unsafe { direct_object(read(raw)) }
-    }
-    /// # Safety
-    /// As `finish_object`, not queued.
-    unsafe fn direct_object(object: Object) {
-        /// Releases the strong side's weak reference when dropped, also
-        /// if the value's `Drop` panics (its fields are dropped then).
-        struct Release(Object);
-        impl Drop for Release {
-            fn drop(&mut self) {
-                // SAFETY: runs once, after the value's drop (finished or
-                // unwound); the caller gave up the last strong reference.
-                unsafe { header::release_weak_object(self.0) }
-            }
-        }
-        let _release = Release(object);
-        // SAFETY: forwarded from `free_object`'s caller.
-        unsafe { header::drop_value_erased(object) }
-    }
     // SAFETY: forwarded.
-    unsafe { free(object, finish_object, direct_object) }
+    unsafe { free(object) }
 }
 
 /// Runs `f` as the drainer if none is running (then frees everything queued

@@ -303,6 +303,40 @@ impl<T: ?Sized + Pointee, const COLLECT: bool> Clone for Strong<T, COLLECT> {
     }
 }
 
+impl<T: ?Sized + Pointee, const COLLECT: bool> Strong<T, COLLECT> {
+    /// The last strong reference is gone: free the object, or hand it to the
+    /// collector if it is flagged. Out of line, as `std::rc::Rc::drop_slow`:
+    /// the decrement that calls it stays small enough to inline into every
+    /// drop glue that owns a handle (an `Option<Gc<_>>` that is `None` then
+    /// costs a test, not a call).
+    ///
+    /// # Safety
+    /// The strong count is zero and this handle gave up the last strong
+    /// reference; it is not used again.
+    #[inline(never)]
+    unsafe fn drop_slow(&mut self) {
+        let candidate = self.candidate();
+        if candidate && self.header().flags() & (BUFFERED | OLD | DEAD) != 0 {
+            // Buffered, old or dead: the collector's bookkeeping first.
+            // SAFETY: this handle was the last strong reference.
+            unsafe { collector::release(self.object()) };
+        } else {
+            collector::on_free_by_rc();
+            if core::mem::needs_drop::<T>() {
+                // SAFETY: strong is zero, the value alive (not DEAD) and
+                // this handle was the last strong reference; the object
+                // is in no buffer (not BUFFERED) and no graph (a graph
+                // only exists while its objects have handles).
+                unsafe { crate::drop_queue::free_typed(self.ptr, candidate) }
+            } else {
+                // SAFETY: nothing to drop; release the strong side's weak
+                // reference.
+                unsafe { header::release_weak(self.ptr, candidate) }
+            }
+        }
+    }
+}
+
 impl<T: ?Sized + Pointee, const COLLECT: bool> Drop for Strong<T, COLLECT> {
     #[inline]
     fn drop(&mut self) {
@@ -310,25 +344,8 @@ impl<T: ?Sized + Pointee, const COLLECT: bool> Drop for Strong<T, COLLECT> {
         let strong = counts.strong() - 1;
         counts.set_strong(strong);
         if strong == 0 {
-            let candidate = self.candidate();
-            if candidate && self.header().flags() & (BUFFERED | OLD | DEAD) != 0 {
-                // Buffered, old or dead: the collector's bookkeeping first.
-                // SAFETY: this handle was the last strong reference.
-                unsafe { collector::release(self.object()) };
-            } else {
-                collector::on_free_by_rc();
-                if core::mem::needs_drop::<T>() {
-                    // SAFETY: strong is zero, the value alive (not DEAD) and
-                    // this handle was the last strong reference; the object
-                    // is in no buffer (not BUFFERED) and no graph (a graph
-                    // only exists while its objects have handles).
-                    unsafe { crate::drop_queue::free_typed(self.ptr, candidate) }
-                } else {
-                    // SAFETY: nothing to drop; release the strong side's weak
-                    // reference.
-                    unsafe { header::release_weak(self.ptr, candidate) }
-                }
-            }
+            // SAFETY: this handle held the last strong reference.
+            unsafe { self.drop_slow() }
         } else if self.candidate() && self.header().flags() & (BUFFERED | DEAD | IN_GRAPH) == 0 {
             // The first decrement to a non-zero count: a possible cycle root.
             collector::buffer(self.object());

@@ -178,6 +178,18 @@ impl Counts {
         self.weak.set(n);
         n & !CANDIDATE_BIT
     }
+
+    /// Removes a weak reference of an object allocated as a candidate
+    /// (`has_meta`) or not; whether it was the last one. The flag bit is
+    /// compared rather than masked: `has_meta` is a constant for sized
+    /// types, so this is `std::rc`'s decrement and test.
+    #[inline]
+    fn dec_weak_is_last(&self, has_meta: bool) -> bool {
+        debug_assert_eq!(self.is_candidate(), has_meta);
+        let n = self.weak.get() - 1;
+        self.weak.set(n);
+        n == if has_meta { CANDIDATE_BIT } else { 0 }
+    }
 }
 
 impl core::ops::Deref for Header {
@@ -428,7 +440,7 @@ const fn prefix(align: usize, words: usize) -> usize {
 #[inline]
 pub(crate) unsafe fn release_weak<T: ?Sized + Pointee>(ptr: NonNull<RcBox<T>>, has_meta: bool) {
     // SAFETY: the memory is live while the caller's weak reference exists.
-    if unsafe { counts(ptr) }.dec_weak() == 0 {
+    if unsafe { counts(ptr) }.dec_weak_is_last(has_meta) {
         // SAFETY: no strong or weak reference remains.
         unsafe { dealloc(ptr, has_meta) }
     }
@@ -468,25 +480,13 @@ pub(crate) fn box_layout(value: Layout, has_meta: bool, prefix_words: usize) -> 
     }
 }
 
-/// Drops the value and releases the strong side's weak reference, also if
-/// the value's `Drop` panics: unwinding has then dropped its fields, and the
-/// value counts as dropped.
+/// Drops the value in place (not the memory, not the counts).
 ///
 /// # Safety
-/// The strong count is zero, the value alive and referenced by nobody;
-/// it is dropped exactly once. `has_meta` is the object's kind.
+/// The strong count is zero, the value alive and referenced by nobody; it
+/// is dropped exactly once.
 #[inline]
-pub(crate) unsafe fn finish<T: ?Sized + Pointee>(ptr: NonNull<RcBox<T>>, has_meta: bool) {
-    /// Releases the strong side's weak reference when dropped.
-    struct Release<T: ?Sized + Pointee>(NonNull<RcBox<T>>, bool);
-    impl<T: ?Sized + Pointee> Drop for Release<T> {
-        fn drop(&mut self) {
-            // SAFETY: runs once, after the value's drop (finished or
-            // unwound); `finish`'s caller gave up the last strong reference.
-            unsafe { release_weak(self.0, self.1) }
-        }
-    }
-    let _release = Release(ptr, has_meta);
+pub(crate) unsafe fn drop_value_in_place<T: ?Sized>(ptr: NonNull<RcBox<T>>) {
     // SAFETY: guaranteed by the caller.
     unsafe { ptr::drop_in_place(ptr::addr_of_mut!((*ptr.as_ptr()).value)) }
 }

@@ -66,9 +66,14 @@ use crate::trace::Trace;
 
 /// Counters touched on hot paths: no destructor, so access is a plain
 /// thread-local load.
+///
+/// `live` is derived (allocated minus freed) so that allocating and freeing
+/// by counting each touch one counter.
 struct Counters {
-    live: Cell<u64>,
+    allocated: Cell<u64>,
     freed_by_rc: Cell<u64>,
+    /// Objects freed by collections (the collector's share of `live`).
+    collected: Cell<u64>,
     old_objects: Cell<u64>,
     /// A collection is running on this thread.
     collecting: Cell<bool>,
@@ -79,8 +84,9 @@ struct Counters {
 thread_local! {
     static COUNTERS: Counters = const {
         Counters {
-            live: Cell::new(0),
+            allocated: Cell::new(0),
             freed_by_rc: Cell::new(0),
+            collected: Cell::new(0),
             old_objects: Cell::new(0),
             collecting: Cell::new(false),
             requested: Cell::new(false),
@@ -345,7 +351,7 @@ impl State {
 /// Counts a new object.
 #[inline]
 pub(crate) fn on_allocate() {
-    COUNTERS.with(|c| c.live.set(c.live.get() + 1));
+    COUNTERS.with(|c| c.allocated.set(c.allocated.get() + 1));
 }
 
 /// Buffers `object` as a possible cycle root and runs a collection if the
@@ -387,10 +393,7 @@ pub(crate) unsafe fn release(object: Object) {
 /// Counts an object freed by counting (the caller frees it).
 #[inline]
 pub(crate) fn on_free_by_rc() {
-    COUNTERS.with(|c| {
-        c.live.set(c.live.get() - 1);
-        c.freed_by_rc.set(c.freed_by_rc.get() + 1);
-    });
+    COUNTERS.with(|c| c.freed_by_rc.set(c.freed_by_rc.get() + 1));
 }
 
 /// The slow part of [`release`]: unbuffer, leave the old generation, or free
@@ -515,7 +518,7 @@ fn run(kind: Kind) {
     COUNTERS.with(|c| {
         c.old_objects
             .set(c.old_objects.get() + verdict.promoted as u64 - verdict.old_garbage as u64);
-        c.live.set(c.live.get() - freed as u64);
+        c.collected.set(c.collected.get() + freed as u64);
     });
     let outcome = panic::catch_unwind(AssertUnwindSafe(|| kill(&graph.garbage, &graph.held)));
     graph.garbage.clear();
@@ -647,8 +650,14 @@ pub fn collect_minor() {
 
 /// This thread's collector statistics.
 pub fn stats() -> Stats {
-    let (live, freed_by_rc, old_objects) =
-        COUNTERS.with(|c| (c.live.get(), c.freed_by_rc.get(), c.old_objects.get()));
+    let (live, freed_by_rc, old_objects) = COUNTERS.with(|c| {
+        let freed = c.freed_by_rc.get() + c.collected.get();
+        (
+            c.allocated.get() - freed,
+            c.freed_by_rc.get(),
+            c.old_objects.get(),
+        )
+    });
     let mut stats = Stats {
         live,
         freed_by_rc,
