@@ -5,14 +5,18 @@
 //! then drops the last handle to a third, and so on: done naively, the stack
 //! grows with the length of the chain. Here a free nested in another free's
 //! drop runs in place, as in `std::rc` (children freed before their parent's
-//! memory, while the allocator's caches are warm), but only up to
-//! [`MAX_DEPTH`] levels; deeper ones are pushed onto a per-thread stack. The
-//! outermost free on a thread is the *drainer*: after its own value it frees
-//! the stacked objects one by one, each again with up to `MAX_DEPTH` levels
-//! in place. Stack depth is bounded by `MAX_DEPTH` times the nesting of a
-//! single value's drop glue, not by the length of the chain. (Queueing every
-//! nested free, as an earlier version did, cost a push, a pop and an indirect
-//! call per object: binary trees ran 1.5× `std::rc`.)
+//! memory, while the allocator's caches are warm), but only while the stack
+//! is less than [`STACK_BUDGET`] bytes deeper than where the outermost free
+//! started; deeper ones are pushed onto a per-thread stack. The outermost
+//! free on a thread is the *drainer*: after its own value it frees the
+//! stacked objects one by one, each again with up to `STACK_BUDGET` of
+//! stack in place. Stack depth is bounded by `STACK_BUDGET` plus the stack
+//! of a single value's drop glue, not by the length of the chain. (Queueing
+//! every nested free, as an earlier version did, cost a push, a pop and an
+//! indirect call per object: binary trees ran 1.5× `std::rc`.) The depth is
+//! measured as the distance between two stack addresses rather than counted
+//! in levels: a counter cost a load, a store before and a store after every
+//! nested drop, and it could not tell a small frame from a large one.
 //!
 //! Objects carry no type information (a leaf is laid out exactly as
 //! `std::rc`'s), so each stacked entry is a pointer plus the monomorphised
@@ -31,10 +35,10 @@
 //! dropped the value's fields, so the value counts as dropped.
 //!
 //! The nested in-place free is the hot path of every tree's drop, so it is
-//! kept to what `std::rc` does plus the depth: the catch covers the value's
-//! drop only (the release after it needs no guard on the stack), the depth
-//! is one unsigned comparison and is read again, not kept, across the drop,
-//! and the panic path is out of line. The handle's own decrement stays
+//! kept to what `std::rc` does plus the depth test: the catch covers the
+//! value's drop only (the release after it needs no guard on the stack), the
+//! depth is one subtraction and one comparison, and the drainer, the queue
+//! and the panic path are out of line. The handle's own decrement stays
 //! inline in the drop glue that owns it, everything after it is out of line
 //! (`Strong::drop_slow`, as `std::rc::Rc::drop_slow`).
 
@@ -82,16 +86,60 @@ thread_local! {
             pending: UnsafeCell::new(Vec::new()),
         }
     };
-    /// How many frees are running on this thread, each inside the drop of
-    /// the one before; zero when no drainer runs. Apart from `QUEUE` so that
-    /// reading it is a plain thread-local load (no destructor to register).
-    static DEPTH: Cell<u32> = const { Cell::new(0) };
+    /// The stack address of the running drainer (see [`stack_address`]);
+    /// zero when none runs. Apart from `QUEUE` so that reading it is a
+    /// plain thread-local load (no destructor to register).
+    static BASE: Cell<usize> = const { Cell::new(0) };
 }
 
-/// Frees nested up to this depth run in place; deeper ones are queued.
-/// Enough for the trees of the benchmarks and for shallow graphs; each
-/// level costs one value's drop glue of stack.
-const MAX_DEPTH: u32 = 16;
+/// Frees nested less than this many bytes of stack below the drainer run in
+/// place; deeper ones are queued. About fifty levels of a small node's drop
+/// (a `drop_slow` and a drop glue frame each, in release builds): enough
+/// for the trees of the benchmarks and for shallow graphs.
+const STACK_BUDGET: usize = 4096;
+
+/// An address in the caller's stack frame: how deep the stack is, as a
+/// depth counter would say, but without a store before and after every
+/// nested drop (a counter made the in-place free 11 instructions longer).
+#[cfg(not(miri))]
+#[inline(always)]
+fn stack_address() -> usize {
+    let here = 0u8;
+    core::ptr::addr_of!(here) as usize
+}
+
+/// Under Miri, whose locals are not laid out as a stack, a simulated stack
+/// pointer that each in-place free ([`Frame`]) moves down by a sixteenth of
+/// the budget: sixteen levels in place, then the queue, so that the tests
+/// run both paths there too.
+#[cfg(miri)]
+fn stack_address() -> usize {
+    MIRI_SP.with(Cell::get)
+}
+
+#[cfg(miri)]
+thread_local! {
+    static MIRI_SP: Cell<usize> = const { Cell::new(usize::MAX / 2) };
+}
+
+/// One in-place free on the simulated stack of Miri; nothing otherwise.
+struct Frame;
+
+impl Frame {
+    #[inline(always)]
+    fn enter() -> Self {
+        #[cfg(miri)]
+        MIRI_SP.with(|sp| sp.set(sp.get() - STACK_BUDGET / 16));
+        Frame
+    }
+}
+
+#[cfg(miri)]
+impl Drop for Frame {
+    fn drop(&mut self) {
+        MIRI_SP.with(|sp| sp.set(sp.get() + STACK_BUDGET / 16));
+    }
+}
 
 impl Queue {
     /// Queues `ptr`, to be finished by `finish`. Writes the pointer in
@@ -159,14 +207,14 @@ impl Queue {
 }
 
 /// Ends a drainer's turn when unwinding: frees what is still queued and
-/// resets the depth. (The normal path does both itself.)
+/// clears `BASE`. (The normal path does both itself.)
 struct Drainer;
 
 impl Drop for Drainer {
     fn drop(&mut self) {
         // Further panics are swallowed, the one in flight wins.
         drop(QUEUE.try_with(Queue::drain));
-        DEPTH.with(|d| d.set(0));
+        BASE.with(|b| b.set(0));
     }
 }
 
@@ -282,28 +330,45 @@ unsafe fn finish_queued<P: Dying>(raw: Raw) {
 }
 
 /// Frees `object` now (as the drainer if none runs, or nested in place
-/// below [`MAX_DEPTH`]), or queues it.
+/// within [`STACK_BUDGET`] of the drainer's frame), or queues it.
 ///
 /// # Safety
 /// As for [`free_typed`], for `object`.
 #[inline]
 unsafe fn free<P: Dying>(object: P) {
-    let depth = DEPTH.with(Cell::get);
-    // One test for `0 < depth < MAX_DEPTH`: nested in a drainer, in place.
-    if depth.wrapping_sub(1) < MAX_DEPTH - 1 {
-        DEPTH.with(|d| d.set(depth + 1));
-        // Only the value's drop is inside the catch, and the depth is read
-        // again after it: nothing but the object is kept across the call.
-        // SAFETY: forwarded from the caller.
-        let run = panic::catch_unwind(AssertUnwindSafe(|| unsafe { object.drop_value() }));
-        DEPTH.with(|d| d.set(d.get() - 1));
+    let base = BASE.with(Cell::get);
+    // One test: with no drainer (`base == 0`) the difference wraps to a
+    // huge value, and so it does on a stack that grows upwards (everything
+    // is queued there: slower, still bounded).
+    if base.wrapping_sub(stack_address()) < STACK_BUDGET {
+        let run = {
+            let _frame = Frame::enter();
+            // Only the value's drop is inside the catch: the release after
+            // it needs no guard on the stack.
+            // SAFETY: forwarded from the caller.
+            panic::catch_unwind(AssertUnwindSafe(|| unsafe { object.drop_value() }))
+        };
         match run {
             // SAFETY: the value is dropped.
             Ok(()) => unsafe { object.release() },
             // SAFETY: its drop unwound (the fields are dropped).
             Err(payload) => unsafe { released_after_panic(object, payload) },
         }
-    } else if depth == 0 {
+    } else {
+        // SAFETY: forwarded from the caller.
+        unsafe { free_outer(object, base) }
+    }
+}
+
+/// The rest of [`free`], out of line so that the nested path keeps few
+/// registers: the outermost free (`base == 0`) becomes the drainer; a free
+/// nested deeper than [`STACK_BUDGET`] is queued.
+///
+/// # Safety
+/// As for [`free`].
+#[inline(never)]
+unsafe fn free_outer<P: Dying>(object: P, base: usize) {
+    if base == 0 {
         // SAFETY: forwarded from the caller.
         as_drainer(|| unsafe { object.finish() });
     } else if QUEUE
@@ -365,7 +430,7 @@ pub(crate) unsafe fn free_object(object: Object) {
 ///
 /// Panics from `f` or from nested drops propagate after the queue is empty.
 pub(crate) fn batch<R>(f: impl FnOnce() -> R) -> R {
-    if DEPTH.with(Cell::get) == 0 {
+    if BASE.with(Cell::get) == 0 {
         as_drainer(f)
     } else {
         f()
@@ -373,12 +438,12 @@ pub(crate) fn batch<R>(f: impl FnOnce() -> R) -> R {
 }
 
 fn as_drainer<R>(f: impl FnOnce() -> R) -> R {
-    DEPTH.with(|d| d.set(1));
+    BASE.with(|b| b.set(stack_address()));
     let unwinding = Drainer;
     let result = f();
     let panic = QUEUE.try_with(Queue::drain).ok().flatten();
     core::mem::forget(unwinding);
-    DEPTH.with(|d| d.set(0));
+    BASE.with(|b| b.set(0));
     if let Some(payload) = panic {
         panic::resume_unwind(payload);
     }

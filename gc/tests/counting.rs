@@ -189,13 +189,14 @@ macro_rules! bomb {
         }
 
         impl $name {
-            /// Drops a chain of 40 nodes, each with a panicking leaf child
-            /// (deeper than the nesting freed in place, so both the in-place
-            /// and the queued paths run): every value is dropped, one panic
-            /// reaches the caller, and nothing aborts.
+            /// Drops a chain of nodes, each with a panicking leaf child
+            /// (deeper than the nesting freed in place, 4 KiB of stack or,
+            /// under Miri, sixteen levels, so both the in-place and the
+            /// queued paths run): every value is dropped, one panic reaches
+            /// the caller, and nothing aborts.
             fn nested_panics() {
                 DROPS.with(|d| d.set(0));
-                let len = 40;
+                let len = if cfg!(miri) { 40 } else { 1000 };
                 let mut chain = $ptr::new($name {
                     bomb: false,
                     children: Vec::new(),
