@@ -304,6 +304,11 @@ impl<T: ?Sized + Pointee, const COLLECT: bool> Clone for Strong<T, COLLECT> {
 }
 
 impl<T: ?Sized + Pointee, const COLLECT: bool> Strong<T, COLLECT> {
+    /// Whether the last handle frees the object inline: a leaf (it can never
+    /// be a candidate) with nothing to drop, which cannot free anything else.
+    const FREE_INLINE: bool =
+        !core::mem::needs_drop::<T>() && !(COLLECT && T::MAY_CONTAIN_GC && T::__CANDIDATE);
+
     /// The last strong reference is gone: free the object, or hand it to the
     /// collector if it is flagged. Out of line, as `std::rc::Rc::drop_slow`:
     /// the decrement that calls it stays small enough to inline into every
@@ -344,8 +349,18 @@ impl<T: ?Sized + Pointee, const COLLECT: bool> Drop for Strong<T, COLLECT> {
         let strong = counts.strong() - 1;
         counts.set_strong(strong);
         if strong == 0 {
-            // SAFETY: this handle held the last strong reference.
-            unsafe { self.drop_slow() }
+            if Self::FREE_INLINE {
+                // A leaf with nothing to drop cannot free anything else:
+                // freed here, inline (a `Gc<u64>` costs less than
+                // `std::rc`'s out-of-line `drop_slow`).
+                collector::on_free_by_rc();
+                // SAFETY: strong is zero and there is no value to drop;
+                // release the strong side's weak reference.
+                unsafe { header::release_weak(self.ptr, false) }
+            } else {
+                // SAFETY: this handle held the last strong reference.
+                unsafe { self.drop_slow() }
+            }
         } else if self.candidate() && self.header().flags() & (BUFFERED | DEAD | IN_GRAPH) == 0 {
             // The first decrement to a non-zero count: a possible cycle root.
             collector::buffer(self.object());
