@@ -239,25 +239,6 @@ impl Header {
 }
 
 impl Object {
-    /// Asks the CPU to start loading the cache lines of the header and the
-    /// start of the value: a hint, without effect on the program's meaning.
-    /// The collector's passes visit objects in an order the hardware cannot
-    /// predict, and each visit would otherwise wait for a cache miss.
-    #[inline(always)]
-    pub(crate) fn prefetch(self) {
-        #[cfg(all(target_arch = "x86_64", target_feature = "sse", not(miri)))]
-        {
-            use core::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-            let p = self.header.as_ptr().cast::<i8>();
-            // SAFETY: a prefetch never faults and does not access memory in
-            // the sense of the memory model, whatever the address.
-            unsafe {
-                _mm_prefetch(p, _MM_HINT_T0);
-                _mm_prefetch(p.wrapping_add(64), _MM_HINT_T0);
-            }
-        }
-    }
-
     /// The candidate's header.
     ///
     /// # Safety

@@ -40,11 +40,6 @@
 use crate::header::{self, Object, BUFFERED, DEAD, IN_GRAPH, OLD};
 use crate::trace::Tracer;
 
-/// How many nodes ahead of the one it works on each pass over the nodes
-/// prefetches ([`Object::prefetch`]): enough to overlap the cache misses of
-/// a graph larger than the caches, few enough to stay in L1.
-pub(crate) const AHEAD: usize = 8;
-
 /// A node of the side graph.
 struct Node {
     object: Object,
@@ -214,9 +209,6 @@ impl Graph {
         let mut i = 0;
         while let Some(node) = self.nodes.get(i) {
             let object = node.object;
-            if let Some(ahead) = self.nodes.get(i + AHEAD) {
-                ahead.object.prefetch();
-            }
             scratch.clear();
             let mut tracer = Tracer::local(&mut scratch);
             // SAFETY: nodes are live and alive (dead objects are never added).
@@ -258,11 +250,7 @@ impl Graph {
     fn scan(&mut self) {
         let roots = self.roots;
         let mut consistent = true;
-        for i in 0..self.nodes.len() {
-            if let Some(ahead) = self.nodes.get(i + AHEAD) {
-                ahead.object.prefetch();
-            }
-            let node = &mut self.nodes[i];
+        for (i, node) in self.nodes.iter_mut().enumerate() {
             // SAFETY: nodes are live.
             let strong = unsafe { node.object.as_ref() }.strong() as isize;
             // A root's hold is not a reference from outside.
@@ -302,9 +290,6 @@ impl Graph {
         let mut promoted = 0;
         let mut old_garbage = 0;
         for (i, node) in self.nodes.iter().enumerate() {
-            if let Some(ahead) = self.nodes.get(i + AHEAD) {
-                ahead.object.prefetch();
-            }
             // SAFETY: nodes are live.
             let h = unsafe { node.object.as_ref() };
             h.clear_flag(IN_GRAPH);

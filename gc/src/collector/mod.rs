@@ -613,9 +613,6 @@ fn kill(garbage: &[Object], held: &[Object]) {
         while next < garbage.len() {
             let dropped = panic::catch_unwind(AssertUnwindSafe(|| {
                 while let Some(&object) = garbage.get(next) {
-                    if let Some(ahead) = garbage.get(next + graph::AHEAD) {
-                        ahead.prefetch();
-                    }
                     next += 1;
                     // SAFETY: the value is alive (objects become DEAD only
                     // when judged, and the verdict contains no DEAD object);
