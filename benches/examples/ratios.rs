@@ -9,8 +9,10 @@
 //! cargo run --release -p benches --example ratios -- [ROUNDS] [WORKLOAD SUBSTRING] [POINTER]
 //! ```
 //!
-//! `POINTER` (`std`, `gc` or `rc`) runs only that pointer, for profiling one
-//! of them under `valgrind --tool=callgrind` or `perf`.
+//! `POINTER` (`std`, `gc`, `rc` or `cc`) runs only that pointer, for
+//! profiling one of them under `valgrind --tool=callgrind` or `perf`. The
+//! `cc` column is `rust_cc::Cc`, the fastest peer on the garbage-heavy
+//! workloads (parent trees, linked lists, 2-node cycles).
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -18,17 +20,23 @@ use std::time::{Duration, Instant};
 use benches::heap::Heap;
 use benches::ptr::recycler_gc::RecyclerGcDefault;
 use benches::ptr::recycler_rc::RecyclerRc;
+use benches::ptr::rust_cc::RustCc;
 use benches::ptr::std_rc::StdRc;
-use benches::suite::{CHURN_N, RANDOM_OPS, TREE_DEPTH};
+use benches::suite::{CHURN_N, LIST_LEN, RANDOM_OPS, TREE_DEPTH};
 use benches::workloads::hub::{self, Back};
-use benches::workloads::{binary_trees, churn, micro, random_ops, stress};
+use benches::workloads::{
+    binary_trees, churn, linked_list, micro, parent_trees, random_ops, stress,
+};
 use rand::rngs::{SmallRng, StdRng};
 
 const CLONES: u64 = 10_000_000;
 const HUB: usize = 10_000;
 const REQUESTS: usize = 20_000;
 
-const WORKLOADS: [&str; 8] = [
+/// Pointers, in column order.
+const POINTERS: [&str; 4] = ["std", "gc", "rc", "cc"];
+
+const WORKLOADS: [&str; 11] = [
     "churn",
     "binary trees",
     "clone+drop u64 (10M)",
@@ -37,6 +45,9 @@ const WORKLOADS: [&str; 8] = [
     "stress test",
     "random ops",
     "hub 10k (20k requests, leaking Rc baseline)",
+    "parent trees",
+    "linked list",
+    "2-node cycle (100k)",
 ];
 
 /// What one pointer's workloads keep between rounds.
@@ -74,11 +85,14 @@ impl<H: Heap> State<H> {
             6 => {
                 black_box(random_ops::random_ops::<H>(RANDOM_OPS, &mut self.ops));
             }
-            _ => {
+            7 => {
                 for _ in 0..REQUESTS {
                     drop(hub::request::<H>(&self.root, Back::Strong));
                 }
             }
+            8 => drop(black_box(parent_trees::parent_trees::<H>(TREE_DEPTH))),
+            9 => drop(black_box(linked_list::large_linked_list::<H>(LIST_LEN))),
+            _ => micro::cycles::<H>(100_000),
         }
         start.elapsed()
     }
@@ -91,42 +105,44 @@ fn main() {
         .unwrap_or(15);
     let only = std::env::args().nth(2).unwrap_or_default();
     let pointer = std::env::args().nth(3);
-    let runs = |which: usize| match pointer.as_deref() {
-        None => true,
-        Some(p) => p == ["std", "gc", "rc"][which],
-    };
+    let runs = |which: usize| pointer.as_deref().map_or(true, |p| p == POINTERS[which]);
     if let Some(p) = pointer.as_deref() {
-        if !["std", "gc", "rc"].contains(&p) {
-            eprintln!("usage: ratios [ROUNDS] [WORKLOAD SUBSTRING] [std|gc|rc]");
+        if !POINTERS.contains(&p) {
+            eprintln!("usage: ratios [ROUNDS] [WORKLOAD SUBSTRING] [std|gc|rc|cc]");
             std::process::exit(2);
         }
     }
     let mut std_rc = State::<StdRc>::new();
     let mut gc = State::<RecyclerGcDefault>::new();
     let mut rc = State::<RecyclerRc>::new();
-    println!("| workload (fastest of {rounds}) | std Rc | recycler Gc | recycler Rc |");
-    println!("|---|---:|---:|---:|");
+    let mut cc = State::<RustCc>::new();
+    println!("| workload (fastest of {rounds}) | std Rc | recycler Gc | recycler Rc | rust-cc |");
+    println!("|---|---:|---:|---:|---:|");
     for (w, name) in WORKLOADS.iter().enumerate() {
         if !name.contains(only.as_str()) {
             continue;
         }
-        let mut best = [Duration::MAX; 3];
+        let mut best = [Duration::MAX; 4];
         for round in 0..rounds {
-            for k in 0..3 {
-                let which = (round + k) % 3;
+            for k in 0..4 {
+                let which = (round + k) % 4;
                 if !runs(which) {
                     continue;
                 }
                 let t = match which {
                     0 => std_rc.run(w),
                     1 => gc.run(w),
-                    _ => rc.run(w),
+                    2 => rc.run(w),
+                    _ => cc.run(w),
                 };
                 best[which] = best[which].min(t);
             }
         }
         let base = best[0].as_secs_f64();
         let cell = |d: Duration| {
+            if d == Duration::MAX {
+                return "–".to_string();
+            }
             format!(
                 "{:.2} ms ({:.2}×)",
                 d.as_secs_f64() * 1e3,
@@ -134,10 +150,11 @@ fn main() {
             )
         };
         println!(
-            "| {name} | {:.2} ms | {} | {} |",
-            base * 1e3,
+            "| {name} | {} | {} | {} | {} |",
+            cell(best[0]),
             cell(best[1]),
-            cell(best[2])
+            cell(best[2]),
+            cell(best[3])
         );
     }
 }

@@ -310,3 +310,49 @@ fn leaf_types_are_never_buffered() {
     drop(n);
     assert_eq!(recycler::stats().roots_buffered, 0, "unbuffered when freed");
 }
+
+/// A complete tree of `depth` whose children point back to their parent
+/// (every edge a 2-cycle); returns the root. The children are moved into
+/// their parent, so building it buffers no root.
+fn parent_tree(depth: u32) -> Gc<Node> {
+    let node = Node::new();
+    if depth > 0 {
+        for _ in 0..2 {
+            let child = parent_tree(depth - 1);
+            child.link(&node);
+            node.edges.borrow_mut().push(child);
+        }
+    }
+    node
+}
+
+#[test]
+fn adaptive_collects_large_garbage_behind_few_roots() {
+    recycler::set_policy(Policy::Adaptive);
+    // Each dropped tree buffers a single root (its root, still pointed to by
+    // its children), far fewer than `min_roots`: the growth of the live
+    // objects triggers the minor collections.
+    let (config, depth, trees) = if cfg!(miri) {
+        (AdaptiveConfig::default().young_objects(64), 4, 40)
+    } else {
+        (AdaptiveConfig::default(), 9, 100)
+    };
+    recycler::set_adaptive_config(config);
+    let tree = (1u64 << (depth + 1)) - 1;
+    let base = recycler::stats();
+    let mut max_live = 0;
+    for _ in 0..trees {
+        drop(parent_tree(depth));
+        max_live = max_live.max(recycler::stats().live - base.live);
+    }
+    let stats = recycler::stats();
+    // One root per tree, far fewer than `min_roots` in all.
+    assert!(trees < config.min_roots as u64);
+    assert!(
+        max_live <= config.young_objects as u64 + tree,
+        "max live {max_live}"
+    );
+    assert!(stats.freed_by_collector - base.freed_by_collector >= trees * tree - max_live);
+    recycler::collect();
+    assert_eq!(recycler::stats().live, base.live);
+}

@@ -28,7 +28,13 @@
 //! * Adaptive: a minor collection when the young roots reach
 //!   `max(min_roots, objects the previous collection found live)`: each
 //!   collection's wasted work (tracing live objects) is paid for by as many new
-//!   roots, and the memory waiting for collection stays bounded.
+//!   roots, and the memory waiting for collection stays bounded. Also when
+//!   the live objects have grown by `max(young_objects, the same)` since
+//!   the previous collection, as CPython's young generation counts
+//!   allocations less deallocations (checked only when a root is buffered,
+//!   off the allocation path): a few roots may hold large garbage (one root
+//!   per dropped tree whose nodes point to their parents), which is
+//!   collected at a fraction of the cost while it is still in the caches.
 //! * Nim16: Nim 1.6.12's rule (see [`Policy::Nim16`]); every collection is
 //!   full, as Nim's was. The threshold is per thread, as Nim 2.0 made it;
 //!   [`set_nim16_shared_threshold`] reproduces Nim ≤ 1.6.12's one global
@@ -107,6 +113,14 @@ pub struct AdaptiveConfig {
     /// caches when it is collected). The fewest promotions or old roots that
     /// trigger a full collection is eight times that.
     pub min_roots: usize,
+    /// The growth of the live objects since the last collection that
+    /// triggers a minor collection while young roots wait (default 4096),
+    /// however few they are: a root may hold a large structure (a tree
+    /// whose nodes point to their parents), and garbage collected while it
+    /// is still in the CPU's caches costs a fraction of what it costs once
+    /// evicted. Like `min_roots`, it grows to the objects the previous
+    /// collection found live, so tracing live objects stays paid for.
+    pub young_objects: usize,
     /// A full collection runs when objects promoted since the last one, or
     /// old roots waiting, exceed this fraction of the old objects counted at
     /// the last full collection (default 0.25, as CPython).
@@ -117,6 +131,7 @@ impl Default for AdaptiveConfig {
     fn default() -> Self {
         AdaptiveConfig {
             min_roots: 128,
+            young_objects: 4096,
             full_fraction: 0.25,
         }
     }
@@ -126,6 +141,12 @@ impl AdaptiveConfig {
     /// Sets [`AdaptiveConfig::min_roots`] (at least 1).
     pub fn min_roots(mut self, n: usize) -> Self {
         self.min_roots = n.max(1);
+        self
+    }
+
+    /// Sets [`AdaptiveConfig::young_objects`] (at least 1).
+    pub fn young_objects(mut self, n: usize) -> Self {
+        self.young_objects = n.max(1);
         self
     }
 
@@ -155,6 +176,11 @@ struct State {
     config: AdaptiveConfig,
     /// Young roots that trigger the next minor collection (Adaptive).
     young_threshold: usize,
+    /// Growth of the live objects since the last collection that triggers
+    /// the next minor collection while young roots wait (Adaptive).
+    growth_threshold: u64,
+    /// Live objects counted after the last collection.
+    live_after_last: u64,
     /// Roots that trigger the next collection (Nim16).
     nim_threshold: usize,
     /// Nim16 uses [`NIM_SHARED_THRESHOLD`] instead of `nim_threshold`.
@@ -184,6 +210,8 @@ impl Default for State {
             policy: Policy::default(),
             config,
             young_threshold: config.min_roots,
+            growth_threshold: config.young_objects as u64,
+            live_after_last: 0,
             nim_threshold: NIM_INITIAL_THRESHOLD,
             nim_shared: false,
             promoted_since_full: 0,
@@ -248,7 +276,9 @@ impl State {
             Policy::Adaptive => {
                 if self.full_due() {
                     Some(Kind::Full)
-                } else if self.young.len() >= self.young_threshold {
+                } else if self.young.len() >= self.young_threshold
+                    || (!self.young.is_empty() && self.grown())
+                {
                     Some(Kind::Minor)
                 } else {
                     None
@@ -266,6 +296,13 @@ impl State {
         }
     }
 
+    /// Whether the live objects grew past the threshold since the last
+    /// collection (only asked when a young root was just buffered).
+    fn grown(&self) -> bool {
+        let live = COUNTERS.with(|c| c.live.get());
+        live.saturating_sub(self.live_after_last) >= self.growth_threshold
+    }
+
     fn full_due(&self) -> bool {
         // A minor collection re-buffers the live objects it could not prove
         // (see `graph.rs`) as old roots, so most promotions also sit in the
@@ -277,6 +314,8 @@ impl State {
     fn reset_triggers(&mut self) {
         self.nim_threshold = NIM_INITIAL_THRESHOLD;
         self.young_threshold = self.config.min_roots;
+        self.growth_threshold = self.config.young_objects as u64;
+        self.live_after_last = COUNTERS.with(|c| c.live.get());
         self.set_full_budget(COUNTERS.with(|c| c.old_objects.get()));
     }
 
@@ -339,8 +378,10 @@ impl State {
             }
             Policy::Adaptive | Policy::Manual => {
                 self.young_threshold = promoted.max(self.config.min_roots);
+                self.growth_threshold = promoted.max(self.config.young_objects) as u64;
             }
         }
+        self.live_after_last = COUNTERS.with(|c| c.live.get());
         if kind == Kind::Full {
             self.promoted_since_full = 0;
             self.set_full_budget(COUNTERS.with(|c| c.old_objects.get()));
@@ -380,7 +421,15 @@ pub(crate) fn buffer(object: Object) {
 pub(crate) unsafe fn release(object: Object) {
     // SAFETY: the implicit weak reference keeps the header live.
     let h = unsafe { object.as_ref() };
-    if h.flags() & (BUFFERED | OLD | DEAD | IN_GRAPH) != 0 {
+    let flags = h.flags() & (BUFFERED | OLD | DEAD | IN_GRAPH);
+    if flags == DEAD {
+        // The last handle to a member of a collected cycle (the common case
+        // while the collector drops a garbage cycle's values): the value is
+        // gone and counted; free the memory.
+        // SAFETY: strong is zero and the value is gone.
+        return unsafe { header::release_weak_object(object) };
+    }
+    if flags != 0 {
         // SAFETY: forwarded.
         return unsafe { release_flagged(object) };
     }
