@@ -25,15 +25,29 @@
 //! rule), so its cost is amortised over that growth. [`collect`] is always full.
 //!
 //! # Triggers
-//! * Adaptive: a minor collection when the young roots reach
-//!   `max(min_roots, objects the previous collection found live)`: each
-//!   collection's wasted work (tracing live objects) is paid for by as many new
-//!   roots, and the memory waiting for collection stays bounded.
+//! * Adaptive: a minor collection when the young roots, not counting the
+//!   newest `min_roots` (see below), reach `max(min_roots, objects the
+//!   previous collection found live)`: each collection's wasted work (tracing
+//!   live objects) is paid for by as many new roots, and the memory waiting
+//!   for collection stays bounded.
 //! * Nim16: Nim 1.6.12's rule (see [`Policy::Nim16`]); every collection is
 //!   full, as Nim's was. The threshold is per thread, as Nim 2.0 made it;
 //!   [`set_nim16_shared_threshold`] reproduces Nim ≤ 1.6.12's one global
 //!   threshold, read and written by every thread without synchronisation.
 //! * Manual: only [`collect`].
+//!
+//! # Ripening
+//! A collection the Adaptive trigger starts leaves the newest `min_roots`
+//! young roots buffered for the next one. A decrement that has just happened
+//! is most often part of work in progress (a temporary clone dropped while a
+//! structure is being built or used), so its object is likely still live:
+//! judged now, it would be traced, found live and promoted, and if it dies a
+//! moment later (a request's objects, say) it would be old garbage that only
+//! a full collection, which traces the whole old generation, can free. Left
+//! to ripen for one trigger interval, it is usually garbage by the time it is
+//! judged, or freed by counting meanwhile. The trigger counts only the
+//! roots beyond those, so each collection still takes the same number of
+//! roots. [`collect`] and [`collect_minor`] take every root.
 //!
 //! # Freeing garbage
 //! The pass that judges the graph also flags every garbage object `DEAD` and
@@ -89,17 +103,22 @@ thread_local! {
     static STATE: RefCell<State> = RefCell::new(State::default());
 }
 
-/// The floor of the full-collection budget, in units of `min_roots`.
-const FULL_FLOOR_FACTOR: usize = 8;
+/// The floor of the full-collection budget, in units of `min_roots` (1024
+/// roots by default).
+const FULL_FLOOR_FACTOR: usize = 32;
 
 /// Tuning of [`Policy::Adaptive`], set per thread with [`set_adaptive_config`].
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[non_exhaustive]
 pub struct AdaptiveConfig {
-    /// The fewest young roots that trigger a minor collection (default 128:
-    /// small enough that the garbage of short cycles is still in the CPU's
-    /// caches when it is collected). The fewest promotions or old roots that
-    /// trigger a full collection is eight times that.
+    /// The fewest young roots that trigger a minor collection, and how many
+    /// of the newest ones a triggered collection leaves to ripen (default
+    /// 32: small enough that the garbage of short cycles is still in the
+    /// CPU's caches when it is collected, and that freeing it fits the
+    /// allocator's per-thread caches; glibc's keeps 7 chunks of each size,
+    /// beyond which its fastbins fill and are consolidated by the next large
+    /// allocation). The fewest promotions or old roots that trigger a full
+    /// collection is 32 times that.
     pub min_roots: usize,
     /// A full collection runs when objects promoted since the last one, or
     /// old roots waiting, exceed this fraction of the old objects counted at
@@ -110,7 +129,7 @@ pub struct AdaptiveConfig {
 impl Default for AdaptiveConfig {
     fn default() -> Self {
         AdaptiveConfig {
-            min_roots: 128,
+            min_roots: 32,
             full_fraction: 0.25,
         }
     }
@@ -242,7 +261,7 @@ impl State {
             Policy::Adaptive => {
                 if self.full_due() {
                     Some(Kind::Full)
-                } else if self.young.len() >= self.young_threshold {
+                } else if self.young.len() >= self.young_threshold + self.ripening() {
                     Some(Kind::Minor)
                 } else {
                     None
@@ -277,21 +296,40 @@ impl State {
     fn set_full_budget(&mut self, old_objects: u64) {
         let fraction = (old_objects as f64 * self.config.full_fraction) as u64;
         // A full collection enters the whole old generation: with the young
-        // floor alone, long-lived structures were traced eight times as often.
+        // floor alone, long-lived structures were traced 32 times as often.
         let floor = self.config.min_roots.saturating_mul(FULL_FLOOR_FACTOR) as u64;
         self.full_budget = fraction.max(floor);
     }
 
     /// Takes the roots of a collection out of the buffers; they stay flagged
-    /// `BUFFERED` until [`Graph::collect`] enters them.
-    fn take_roots(&mut self, kind: Kind) -> Vec<Object> {
+    /// `BUFFERED` until [`Graph::collect`] enters them. A collection the
+    /// trigger started (`triggered`) leaves the newest young roots to ripen.
+    fn take_roots(&mut self, kind: Kind, triggered: bool) -> Vec<Object> {
         let spare = core::mem::take(&mut self.spare);
         let mut roots = core::mem::replace(&mut self.young, spare);
+        if triggered && self.policy == Policy::Adaptive {
+            // The newest roots ripen: they stay buffered, moved to the front
+            // of the new young buffer, for the next collection.
+            let keep = self.ripening().min(roots.len());
+            let start = roots.len() - keep;
+            for (slot, &object) in roots[start..].iter().enumerate() {
+                // SAFETY: buffered objects are live.
+                unsafe { object.as_ref() }.set_slot(slot);
+            }
+            self.young.extend_from_slice(&roots[start..]);
+            roots.truncate(start);
+        }
         if kind == Kind::Full {
             roots.append(&mut self.old);
         }
         // The graph clears each root's `BUFFERED` flag as it enters it.
         roots
+    }
+
+    /// How many of the newest young roots a triggered minor collection
+    /// leaves buffered (see "Ripening" in the module docs).
+    fn ripening(&self) -> usize {
+        self.config.min_roots
     }
 
     /// Updates statistics and thresholds after a collection.
@@ -362,7 +400,7 @@ pub(crate) fn buffer(object: Object) {
         state.due()
     });
     if let Ok(Some(kind)) = due {
-        run(kind);
+        run(kind, true);
     }
 }
 
@@ -471,7 +509,7 @@ pub(crate) fn unbuffer(object: Object) {
 }
 
 /// Runs a collection of `kind` now, or defers it if one is running.
-fn run(kind: Kind) {
+fn run(kind: Kind, triggered: bool) {
     if COUNTERS.with(|c| c.collecting.replace(true)) {
         COUNTERS.with(|c| c.requested.set(true));
         return;
@@ -488,7 +526,7 @@ fn run(kind: Kind) {
     let taken = STATE.try_with(|state| {
         let mut state = state.borrow_mut();
         let promote = state.policy == Policy::Adaptive;
-        let roots = state.take_roots(kind);
+        let roots = state.take_roots(kind, triggered);
         (roots, core::mem::take(&mut state.graph), promote)
     });
     let Ok((mut roots, mut graph, promote)) = taken else {
@@ -539,7 +577,7 @@ fn run(kind: Kind) {
         if !COUNTERS.with(|c| c.requested.replace(false)) {
             break;
         }
-        run(Kind::Full);
+        run(Kind::Full, false);
     }
 }
 
@@ -635,14 +673,14 @@ unsafe fn release_hold(object: Object) {
 /// assert_eq!(recycler::stats().freed_by_collector - before, 2);
 /// ```
 pub fn collect() {
-    run(Kind::Full);
+    run(Kind::Full, false);
 }
 
 /// Runs a minor collection now: the young generation only, as the default
 /// policy's trigger does. Cycles that involve old objects wait for a full
 /// collection.
 pub fn collect_minor() {
-    run(Kind::Minor);
+    run(Kind::Minor, false);
 }
 
 /// This thread's collector statistics.
