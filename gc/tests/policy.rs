@@ -282,12 +282,13 @@ fn promoted_cycles_are_collected_by_an_automatic_full_collection() {
     drop(held);
     recycler::collect_minor();
     assert_eq!(recycler::stats().live, 200);
-    // Work like a server with a small trigger: requests stay in flight
-    // longer than the newest roots ripen (64 requests, two roots each, against
-    // 32 roots), so many survive a minor collection and are promoted;
+    // Work like a server with a small trigger (8 roots, so a full
+    // collection is due after 256 promotions or old roots): requests stay in
+    // flight longer than the newest roots ripen (64 requests against 8
+    // roots), so many survive a minor collection and are promoted;
     // promotions plus the old roots waiting trigger a full collection on
     // their own, which frees the old cycles.
-    recycler::set_adaptive_config(AdaptiveConfig::default().min_roots(32));
+    recycler::set_adaptive_config(AdaptiveConfig::default().min_roots(8));
     let fulls = recycler::stats().full_collections;
     let mut in_flight = std::collections::VecDeque::new();
     let requests = if cfg!(miri) { 500 } else { 5_000 };
