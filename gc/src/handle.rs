@@ -321,8 +321,11 @@ impl<T: ?Sized + Pointee, const COLLECT: bool> Strong<T, COLLECT> {
     #[inline(never)]
     unsafe fn drop_slow(&mut self) {
         let candidate = self.candidate();
-        if candidate && self.header().flags() & (BUFFERED | OLD | DEAD) != 0 {
-            // Buffered, old or dead: the collector's bookkeeping first.
+        if candidate && self.header().flags() & (BUFFERED | OLD | DEAD | IN_GRAPH) != 0 {
+            // Buffered, old, dead, or in a collection's graph (a `Trace`
+            // that dropped a handle its value owns: the collector leaks the
+            // object rather than free it under the graph): the collector's
+            // bookkeeping first.
             // SAFETY: this handle was the last strong reference.
             unsafe { collector::release(self.object()) };
         } else {
@@ -330,8 +333,8 @@ impl<T: ?Sized + Pointee, const COLLECT: bool> Strong<T, COLLECT> {
             if core::mem::needs_drop::<T>() {
                 // SAFETY: strong is zero, the value alive (not DEAD) and
                 // this handle was the last strong reference; the object
-                // is in no buffer (not BUFFERED) and no graph (a graph
-                // only exists while its objects have handles).
+                // is in no buffer (not BUFFERED) and no graph (not
+                // IN_GRAPH).
                 unsafe { crate::drop_queue::free_typed(self.ptr, candidate) }
             } else {
                 // SAFETY: nothing to drop; release the strong side's weak

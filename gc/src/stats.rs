@@ -40,7 +40,9 @@ pub struct Stats {
     /// start to its end, summed. Unlike `total_pause` it does not grow while
     /// the thread is preempted, so it is the collector's share of the
     /// process's CPU. Where no thread CPU clock is available (non-unix
-    /// targets, Miri) it falls back to the wall-clock time.
+    /// targets, Miri), and for collections that take 20 µs or less (whose
+    /// end is not worth a system call: a preemption inside them can only
+    /// add that much), it counts the wall-clock time.
     pub total_pause_cpu: Duration,
 }
 
@@ -50,6 +52,12 @@ impl Stats {
         self.minor_collections + self.full_collections
     }
 }
+
+/// Pauses up to this long count their wall-clock time as CPU time: the
+/// thread CPU clock is a system call (about a microsecond on a virtual
+/// machine), as much as a small collection's own work, and a preemption
+/// inside so short a pause is rare and can only add this much.
+const SHORT_PAUSE: Duration = Duration::from_micros(20);
 
 /// Measures one collection: wall-clock and thread CPU time.
 pub(crate) struct PauseTimer {
@@ -67,12 +75,16 @@ impl PauseTimer {
     }
 
     /// Wall-clock and CPU time since `start` (to be called on the same
-    /// thread). CPU time is wall time where the thread clock is unavailable,
-    /// and never exceeds it (the two clocks are read separately).
+    /// thread). CPU time is wall time where the thread clock is unavailable
+    /// or the pause took at most [`SHORT_PAUSE`], and never exceeds it (the
+    /// two clocks are read separately).
     pub(crate) fn stop(&self) -> (Duration, Duration) {
         let wall = self.wall.elapsed();
-        let cpu = match (self.cpu, thread_cpu_time()) {
-            (Some(start), Some(end)) => end.saturating_sub(start).min(wall),
+        let cpu = match self.cpu {
+            Some(start) if wall > SHORT_PAUSE => match thread_cpu_time() {
+                Some(end) => end.saturating_sub(start).min(wall),
+                None => wall,
+            },
             _ => wall,
         };
         (wall, cpu)

@@ -224,6 +224,46 @@ fn adaptive_memory_stays_flat_under_cycle_churn() {
 }
 
 #[test]
+fn adaptive_roots_of_work_in_progress_ripen_instead_of_being_promoted() {
+    recycler::set_policy(Policy::Adaptive);
+    recycler::set_adaptive_config(AdaptiveConfig::default().min_roots(32));
+    recycler::collect();
+    let base = recycler::stats();
+    // Requests of two nodes in a cycle, a few in flight at a time: each
+    // buffers a live root when it starts (a handle dropped while the other
+    // node still holds it) and becomes garbage a few requests later.
+    let mut in_flight = std::collections::VecDeque::new();
+    let requests = if cfg!(miri) { 500 } else { 5_000 };
+    for _ in 0..requests {
+        let a = Node::new();
+        let b = Node::new();
+        a.link(&b);
+        b.link(&a);
+        in_flight.push_back(a);
+        if in_flight.len() > 8 {
+            in_flight.pop_front();
+        }
+    }
+    let stats = recycler::stats();
+    assert!(stats.minor_collections - base.minor_collections >= requests / 64);
+    // The in-flight requests' roots are among the newest 32 whenever the
+    // trigger runs: none is judged while live, so nothing is promoted, no
+    // full collection is needed, and every collection traces garbage only.
+    assert_eq!(stats.promoted, base.promoted);
+    assert_eq!(stats.full_collections, base.full_collections);
+    assert_eq!(
+        stats.nodes_traced - base.nodes_traced,
+        stats.freed_by_collector - base.freed_by_collector
+    );
+    // At most two trigger intervals of garbage wait (64 roots, two nodes
+    // each), besides the requests in flight.
+    assert!(stats.live <= 2 * 64 + 2 * 9, "live {}", stats.live);
+    drop(in_flight);
+    recycler::collect();
+    assert_eq!(recycler::stats().live, 0);
+}
+
+#[test]
 fn promoted_cycles_are_collected_by_an_automatic_full_collection() {
     recycler::set_policy(Policy::Adaptive);
     // Cycles that survive a collection become old...
@@ -242,11 +282,13 @@ fn promoted_cycles_are_collected_by_an_automatic_full_collection() {
     drop(held);
     recycler::collect_minor();
     assert_eq!(recycler::stats().live, 200);
-    // Work like a server with a small trigger: a few requests in flight
-    // survive each minor collection and are promoted; promotions plus the old
-    // roots waiting trigger a full collection on their own, which frees the
-    // old cycles.
-    recycler::set_adaptive_config(AdaptiveConfig::default().min_roots(32));
+    // Work like a server with a small trigger (8 roots, so a full
+    // collection is due after 256 promotions or old roots): requests stay in
+    // flight longer than the newest roots ripen (64 requests against 8
+    // roots), so many survive a minor collection and are promoted;
+    // promotions plus the old roots waiting trigger a full collection on
+    // their own, which frees the old cycles.
+    recycler::set_adaptive_config(AdaptiveConfig::default().min_roots(8));
     let fulls = recycler::stats().full_collections;
     let mut in_flight = std::collections::VecDeque::new();
     let requests = if cfg!(miri) { 500 } else { 5_000 };
@@ -256,7 +298,7 @@ fn promoted_cycles_are_collected_by_an_automatic_full_collection() {
         a.link(&b);
         b.link(&a);
         in_flight.push_back(a);
-        if in_flight.len() > 8 {
+        if in_flight.len() > 64 {
             in_flight.pop_front();
         }
     }
@@ -337,6 +379,8 @@ fn adaptive_collects_large_garbage_behind_few_roots() {
     } else {
         (AdaptiveConfig::default(), 9, 100)
     };
+    // Roots alone would not trigger anything here.
+    let config = config.min_roots(1024);
     recycler::set_adaptive_config(config);
     let tree = (1u64 << (depth + 1)) - 1;
     let base = recycler::stats();

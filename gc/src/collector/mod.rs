@@ -25,21 +25,36 @@
 //! rule), so its cost is amortised over that growth. [`collect`] is always full.
 //!
 //! # Triggers
-//! * Adaptive: a minor collection when the young roots reach
-//!   `max(min_roots, objects the previous collection found live)`: each
-//!   collection's wasted work (tracing live objects) is paid for by as many new
-//!   roots, and the memory waiting for collection stays bounded. Also when
-//!   the live objects have grown by `max(young_objects, the same)` since
-//!   the previous collection, as CPython's young generation counts
-//!   allocations less deallocations (checked only when a root is buffered,
-//!   off the allocation path): a few roots may hold large garbage (one root
-//!   per dropped tree whose nodes point to their parents), which is
-//!   collected at a fraction of the cost while it is still in the caches.
+//! * Adaptive: a minor collection when the young roots, not counting the
+//!   newest `min_roots` (see below), reach `max(min_roots, objects the
+//!   previous collection found live)`: each collection's wasted work (tracing
+//!   live objects) is paid for by as many new roots, and the memory waiting
+//!   for collection stays bounded. Also when the live objects have grown by
+//!   `max(young_objects, the same)` since the previous collection, as
+//!   CPython's young generation counts allocations less deallocations
+//!   (checked only when a root is buffered, off the allocation path): a few
+//!   roots may hold large garbage (one root per dropped tree whose nodes
+//!   point to their parents), which is collected at a fraction of the cost
+//!   while it is still in the caches. Such a collection takes every young
+//!   root, the newest included.
 //! * Nim16: Nim 1.6.12's rule (see [`Policy::Nim16`]); every collection is
 //!   full, as Nim's was. The threshold is per thread, as Nim 2.0 made it;
 //!   [`set_nim16_shared_threshold`] reproduces Nim ≤ 1.6.12's one global
 //!   threshold, read and written by every thread without synchronisation.
 //! * Manual: only [`collect`].
+//!
+//! # Ripening
+//! A collection the Adaptive trigger starts leaves the newest `min_roots`
+//! young roots buffered for the next one. A decrement that has just happened
+//! is most often part of work in progress (a temporary clone dropped while a
+//! structure is being built or used), so its object is likely still live:
+//! judged now, it would be traced, found live and promoted, and if it dies a
+//! moment later (a request's objects, say) it would be old garbage that only
+//! a full collection, which traces the whole old generation, can free. Left
+//! to ripen for one trigger interval, it is usually garbage by the time it is
+//! judged, or freed by counting meanwhile. The trigger counts only the
+//! roots beyond those, so each collection still takes the same number of
+//! roots. [`collect`] and [`collect_minor`] take every root.
 //!
 //! # Freeing garbage
 //! The pass that judges the graph also flags every garbage object `DEAD` and
@@ -101,17 +116,22 @@ thread_local! {
     static STATE: RefCell<State> = RefCell::new(State::default());
 }
 
-/// The floor of the full-collection budget, in units of `min_roots`.
-const FULL_FLOOR_FACTOR: usize = 8;
+/// The floor of the full-collection budget, in units of `min_roots` (1024
+/// roots by default).
+const FULL_FLOOR_FACTOR: usize = 32;
 
 /// Tuning of [`Policy::Adaptive`], set per thread with [`set_adaptive_config`].
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[non_exhaustive]
 pub struct AdaptiveConfig {
-    /// The fewest young roots that trigger a minor collection (default 128:
-    /// small enough that the garbage of short cycles is still in the CPU's
-    /// caches when it is collected). The fewest promotions or old roots that
-    /// trigger a full collection is eight times that.
+    /// The fewest young roots that trigger a minor collection, and how many
+    /// of the newest ones a triggered collection leaves to ripen (default
+    /// 32: small enough that the garbage of short cycles is still in the
+    /// CPU's caches when it is collected, and that freeing it fits the
+    /// allocator's per-thread caches; glibc's keeps 7 chunks of each size,
+    /// beyond which its fastbins fill and are consolidated by the next large
+    /// allocation). The fewest promotions or old roots that trigger a full
+    /// collection is 32 times that.
     pub min_roots: usize,
     /// The growth of the live objects since the last collection that
     /// triggers a minor collection while young roots wait (default 4096),
@@ -130,7 +150,7 @@ pub struct AdaptiveConfig {
 impl Default for AdaptiveConfig {
     fn default() -> Self {
         AdaptiveConfig {
-            min_roots: 128,
+            min_roots: 32,
             young_objects: 4096,
             full_fraction: 0.25,
         }
@@ -266,20 +286,21 @@ impl State {
         h.clear_flag(BUFFERED);
     }
 
-    /// Which collection, if any, the policy asks for now.
-    fn due(&self) -> Option<Kind> {
+    /// Which collection, if any, the policy asks for now, and whether it
+    /// leaves the newest roots to ripen.
+    fn due(&self) -> Option<(Kind, bool)> {
         match self.policy {
             Policy::Manual => None,
-            Policy::Nim16 => {
-                (self.young.len() + self.old.len() >= self.nim_threshold()).then_some(Kind::Full)
-            }
+            Policy::Nim16 => (self.young.len() + self.old.len() >= self.nim_threshold())
+                .then_some((Kind::Full, true)),
             Policy::Adaptive => {
                 if self.full_due() {
-                    Some(Kind::Full)
-                } else if self.young.len() >= self.young_threshold
-                    || (!self.young.is_empty() && self.grown())
-                {
-                    Some(Kind::Minor)
+                    Some((Kind::Full, true))
+                } else if self.young.len() >= self.young_threshold + self.ripening() {
+                    Some((Kind::Minor, true))
+                } else if !self.young.is_empty() && self.grown() {
+                    // Large garbage behind few roots: take them all.
+                    Some((Kind::Minor, false))
                 } else {
                     None
                 }
@@ -299,7 +320,7 @@ impl State {
     /// Whether the live objects grew past the threshold since the last
     /// collection (only asked when a young root was just buffered).
     fn grown(&self) -> bool {
-        let live = COUNTERS.with(|c| c.live.get());
+        let live = live_objects();
         live.saturating_sub(self.live_after_last) >= self.growth_threshold
     }
 
@@ -315,28 +336,47 @@ impl State {
         self.nim_threshold = NIM_INITIAL_THRESHOLD;
         self.young_threshold = self.config.min_roots;
         self.growth_threshold = self.config.young_objects as u64;
-        self.live_after_last = COUNTERS.with(|c| c.live.get());
+        self.live_after_last = live_objects();
         self.set_full_budget(COUNTERS.with(|c| c.old_objects.get()));
     }
 
     fn set_full_budget(&mut self, old_objects: u64) {
         let fraction = (old_objects as f64 * self.config.full_fraction) as u64;
         // A full collection enters the whole old generation: with the young
-        // floor alone, long-lived structures were traced eight times as often.
+        // floor alone, long-lived structures were traced 32 times as often.
         let floor = self.config.min_roots.saturating_mul(FULL_FLOOR_FACTOR) as u64;
         self.full_budget = fraction.max(floor);
     }
 
     /// Takes the roots of a collection out of the buffers; they stay flagged
-    /// `BUFFERED` until [`Graph::collect`] enters them.
-    fn take_roots(&mut self, kind: Kind) -> Vec<Object> {
+    /// `BUFFERED` until [`Graph::collect`] enters them. A collection the
+    /// trigger started (`triggered`) leaves the newest young roots to ripen.
+    fn take_roots(&mut self, kind: Kind, triggered: bool) -> Vec<Object> {
         let spare = core::mem::take(&mut self.spare);
         let mut roots = core::mem::replace(&mut self.young, spare);
+        if triggered && self.policy == Policy::Adaptive {
+            // The newest roots ripen: they stay buffered, moved to the front
+            // of the new young buffer, for the next collection.
+            let keep = self.ripening().min(roots.len());
+            let start = roots.len() - keep;
+            for (slot, &object) in roots[start..].iter().enumerate() {
+                // SAFETY: buffered objects are live.
+                unsafe { object.as_ref() }.set_slot(slot);
+            }
+            self.young.extend_from_slice(&roots[start..]);
+            roots.truncate(start);
+        }
         if kind == Kind::Full {
             roots.append(&mut self.old);
         }
         // The graph clears each root's `BUFFERED` flag as it enters it.
         roots
+    }
+
+    /// How many of the newest young roots a triggered minor collection
+    /// leaves buffered (see "Ripening" in the module docs).
+    fn ripening(&self) -> usize {
+        self.config.min_roots
     }
 
     /// Updates statistics and thresholds after a collection.
@@ -381,7 +421,7 @@ impl State {
                 self.growth_threshold = promoted.max(self.config.young_objects) as u64;
             }
         }
-        self.live_after_last = COUNTERS.with(|c| c.live.get());
+        self.live_after_last = live_objects();
         if kind == Kind::Full {
             self.promoted_since_full = 0;
             self.set_full_budget(COUNTERS.with(|c| c.old_objects.get()));
@@ -393,6 +433,11 @@ impl State {
 #[inline]
 pub(crate) fn on_allocate() {
     COUNTERS.with(|c| c.allocated.set(c.allocated.get() + 1));
+}
+
+/// Objects allocated and not yet freed on this thread.
+fn live_objects() -> u64 {
+    COUNTERS.with(|c| c.allocated.get() - c.freed_by_rc.get() - c.collected.get())
 }
 
 /// Buffers `object` as a possible cycle root and runs a collection if the
@@ -408,8 +453,8 @@ pub(crate) fn buffer(object: Object) {
         state.push(object);
         state.due()
     });
-    if let Ok(Some(kind)) = due {
-        run(kind);
+    if let Ok(Some((kind, ripen))) = due {
+        run(kind, ripen);
     }
 }
 
@@ -523,7 +568,7 @@ pub(crate) fn unbuffer(object: Object) {
 }
 
 /// Runs a collection of `kind` now, or defers it if one is running.
-fn run(kind: Kind) {
+fn run(kind: Kind, triggered: bool) {
     if COUNTERS.with(|c| c.collecting.replace(true)) {
         COUNTERS.with(|c| c.requested.set(true));
         return;
@@ -540,7 +585,7 @@ fn run(kind: Kind) {
     let taken = STATE.try_with(|state| {
         let mut state = state.borrow_mut();
         let promote = state.policy == Policy::Adaptive;
-        let roots = state.take_roots(kind);
+        let roots = state.take_roots(kind, triggered);
         (roots, core::mem::take(&mut state.graph), promote)
     });
     let Ok((mut roots, mut graph, promote)) = taken else {
@@ -591,7 +636,7 @@ fn run(kind: Kind) {
         if !COUNTERS.with(|c| c.requested.replace(false)) {
             break;
         }
-        run(Kind::Full);
+        run(Kind::Full, false);
     }
 }
 
@@ -687,26 +732,20 @@ unsafe fn release_hold(object: Object) {
 /// assert_eq!(recycler::stats().freed_by_collector - before, 2);
 /// ```
 pub fn collect() {
-    run(Kind::Full);
+    run(Kind::Full, false);
 }
 
 /// Runs a minor collection now: the young generation only, as the default
 /// policy's trigger does. Cycles that involve old objects wait for a full
 /// collection.
 pub fn collect_minor() {
-    run(Kind::Minor);
+    run(Kind::Minor, false);
 }
 
 /// This thread's collector statistics.
 pub fn stats() -> Stats {
-    let (live, freed_by_rc, old_objects) = COUNTERS.with(|c| {
-        let freed = c.freed_by_rc.get() + c.collected.get();
-        (
-            c.allocated.get() - freed,
-            c.freed_by_rc.get(),
-            c.old_objects.get(),
-        )
-    });
+    let live = live_objects();
+    let (freed_by_rc, old_objects) = COUNTERS.with(|c| (c.freed_by_rc.get(), c.old_objects.get()));
     let mut stats = Stats {
         live,
         freed_by_rc,
