@@ -109,7 +109,7 @@ fn move_between_cells_across_windows() {
         b.link(&c);
         c.link(&a);
         let hc = c.clone();
-        drop(a); // buffered first: the depth-first trace starts here
+        drop(a); // buffered first: the trace starts with its tree
         drop(b);
         drop(c);
         let t = thread::spawn(move || {

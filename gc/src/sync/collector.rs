@@ -9,21 +9,22 @@
 //!    reference owned by the collector) whose resulting header word is the
 //!    object's snapshot `W`. A minor collection does not drain the entries
 //!    of old objects: it moves them to the old roots, untouched.
-//! 2. **Trace** depth-first from each root in turn. Each object is traced
-//!    with its cells locked (guards kept in a sink) and a hold is taken on
-//!    every newly seen target *before* its guards could be released, so the
-//!    collector owns a strong reference to everything it has seen and never
-//!    reads a value whose last handle is being dropped or that someone has
-//!    `&mut` to. The guards are kept (*pinning*) until the current *pin
-//!    window* closes: at the end of a root's depth-first tree once they
-//!    exceed `PIN_BUDGET / 2`, within a tree once they exceed `PIN_BUDGET`,
-//!    and at the end of the trace. An object's cells cannot change from its
-//!    trace to its window's close, instant t*, and its other fields change
-//!    only through `&mut` (impossible while we hold it): its traced edges are
-//!    its edges at its window's t*. Depth-first order keeps a small cycle in
-//!    one window. Mutators wait for a pinned cell at most one window; the
-//!    collector itself only `try_lock`s, so it never waits for a mutator and
-//!    cannot deadlock with one.
+//! 2. **Trace** root by root: a root's *tree* is the root, the nodes it
+//!    adds (traced in order) and the roots it reaches not traced yet, with
+//!    theirs. Each object is traced with its cells locked (guards kept in a
+//!    sink) and a hold is taken on every newly seen target *before* its
+//!    guards could be released, so the collector owns a strong reference to
+//!    everything it has seen and never reads a value whose last handle is
+//!    being dropped or that someone has `&mut` to. The guards are kept
+//!    (*pinning*) until the current *pin window* closes: at the end of a
+//!    root's tree once they exceed `PIN_BUDGET / 2`, within a tree once they
+//!    exceed `PIN_BUDGET`, and at the end of the trace. An object's cells
+//!    cannot change from its trace to its window's close, instant t*, and
+//!    its other fields change only through `&mut` (impossible while we hold
+//!    it): its traced edges are its edges at its window's t*. Tracing tree
+//!    by tree keeps a small cycle in one window. Mutators wait for a pinned
+//!    cell at most one window; the collector itself only `try_lock`s, so it
+//!    never waits for a mutator and cannot deadlock with one.
 //!    A minor collection does not enter old objects: an edge to one is not
 //!    an edge of the graph, and the old object's handle stays an external
 //!    reference in its target's count.
@@ -96,7 +97,7 @@ const PIN_BUDGET: usize = 8192;
 /// windows.
 #[cfg(all(miri, not(loom)))]
 const PIN_BUDGET: usize = 16;
-/// Under loom, one guard: a window closes after every depth-first tree and
+/// Under loom, one guard: a window closes after every root's tree and
 /// within one at its second guard, so a three-object cycle spans two windows
 /// (the fallback to re-tracing validation) while two-object cycles fit in
 /// one.
@@ -470,29 +471,43 @@ fn collect_locked(global: &Global, w: &mut Work, kind: Kind) -> (usize, usize, P
     w.entries = entries;
     flush_old_roots(global, &mut w.old_roots);
 
-    // 2. Trace depth-first from each root in turn, holding every target
+    // 2. Trace root by root (each root's tree at once), holding every target
     //    before the source's cells unlock. The cells stay locked (pinned)
     //    until the current *window* closes: when the guards exceed
-    //    `PIN_BUDGET / 2` at the end of a root's depth-first tree, or
+    //    `PIN_BUDGET / 2` at the end of a root's tree, or
     //    `PIN_BUDGET` within one, they are released and a new window starts.
     //    The edges of the nodes traced in one window are a snapshot of one
-    //    instant: the window's close. Depth-first, a small garbage cycle is
+    //    instant: the window's close. Tree by tree, a small garbage cycle is
     //    traced within one window.
     let roots = w.nodes.len();
+    let mut added = roots; // the next node added by the trace, to trace
     let mut window = 0;
     for r in 0..roots {
         if w.nodes[r].window != UNTRACED {
-            continue; // reached from an earlier root
+            continue; // reached by an earlier root's tree
         }
-        let mut next = Some(r as u32);
-        while let Some(i) = next {
-            trace_node(w, i as usize, roots, minor, window);
+        // The tree of root `r`: `r`, the nodes the tree adds (in order) and
+        // the roots it reaches that were not traced yet (on `w.stack`).
+        let mut i = r;
+        loop {
+            trace_node(w, i, roots, minor, window);
             if w.guards.len() > PIN_BUDGET {
                 // t* of this window: its nodes' cells are all locked now.
                 w.guards.clear();
                 window += 1;
             }
-            next = w.stack.pop();
+            if added < w.nodes.len() {
+                i = added;
+                added += 1;
+                continue;
+            }
+            // A root may have been pushed twice: skip it once traced.
+            match core::iter::from_fn(|| w.stack.pop())
+                .find(|&j| w.nodes[j as usize].window == UNTRACED)
+            {
+                Some(j) => i = j as usize,
+                None => break,
+            }
         }
         if w.guards.len() > PIN_BUDGET / 2 {
             // t* of this window.
@@ -500,6 +515,7 @@ fn collect_locked(global: &Global, w: &mut Work, kind: Kind) -> (usize, usize, P
             window += 1;
         }
     }
+    debug_assert_eq!(added, w.nodes.len());
     // t* of the last window.
     w.guards.clear();
     let traced = w.nodes.len();
@@ -604,13 +620,12 @@ fn collect_locked(global: &Global, w: &mut Work, kind: Kind) -> (usize, usize, P
     (freed, traced, panic)
 }
 
-/// Step 2 for node `i`: traces it in pin window `window`, holds and
-/// numbers its new targets and pushes them (and roots not traced yet) on
-/// `w.stack`, the depth-first work list.
+/// Step 2 for node `i`, not traced yet: traces it in
+/// pin window `window`, holds and numbers its new targets (traced in that
+/// order after it) and pushes the roots it reaches that were not traced yet
+/// on `w.stack`.
 fn trace_node(w: &mut Work, i: usize, roots: usize, minor: bool, window: u32) {
-    if w.nodes[i].window != UNTRACED {
-        return; // a root reached twice before its trace
-    }
+    debug_assert_eq!(w.nodes[i].window, UNTRACED);
     let header = w.nodes[i].header;
     w.targets.clear();
     // SAFETY: we hold `header` until `finish`, after `guards` is emptied.
@@ -623,7 +638,7 @@ fn trace_node(w: &mut Work, i: usize, roots: usize, minor: bool, window: u32) {
         let j = match unsafe { w.lookup(target) } {
             Some(j) => {
                 if (j as usize) < roots && w.nodes[j as usize].window == UNTRACED {
-                    // A root not traced yet: continue the tree there.
+                    // A root not traced yet: the tree continues there.
                     w.stack.push(j);
                 }
                 j
@@ -635,10 +650,7 @@ fn trace_node(w: &mut Work, i: usize, roots: usize, minor: bool, window: u32) {
             // SAFETY: as above.
             None => match unsafe { target.as_ref() }.hold() {
                 Some(word) => match w.add(target, word) {
-                    Some(j) => {
-                        w.stack.push(j);
-                        j
-                    }
+                    Some(j) => j,
                     None => {
                         // Graph full: not an edge we follow.
                         // SAFETY: the hold we just took.

@@ -60,10 +60,11 @@
 //! word from `W` to `W | CLAIMED`; if every CAS succeeds, set `DOOMED`.
 //! Any failure unclaims and re-buffers the component: it waits for a later
 //! collection (it may leak for a while; it is never freed early).
-//! Usually no re-trace is needed: the trace (depth-first from each root)
-//! keeps every cell it locked locked until its *pin window* closes (at the
-//! end of a root's tree past half a budget of guards, within one past the
-//! budget, and at the end of the trace), so the first trace is already a
+//! Usually no re-trace is needed: the trace (root by root, each root's
+//! tree at once) keeps every cell it locked locked until its *pin window*
+//! closes (at the end of a root's tree past half a budget of guards, within
+//! one past the budget, and at the end of the trace), so the first trace is
+//! already a
 //! snapshot of one window's objects' edges at one instant, the window's
 //! close; a component traced within one window has zero trial counts that
 //! are its Σ-test at that instant, and only the Δ-test CASes run
