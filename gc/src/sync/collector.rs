@@ -502,10 +502,15 @@ fn collect_locked(global: &Global, w: &mut Work, kind: Kind) -> (usize, usize, P
                 continue;
             }
             // A root may have been pushed twice: skip it once traced.
-            match core::iter::from_fn(|| w.stack.pop())
-                .find(|&j| w.nodes[j as usize].window == UNTRACED)
-            {
-                Some(j) => i = j as usize,
+            let mut pending = None;
+            while let Some(j) = w.stack.pop() {
+                if w.nodes[j as usize].window == UNTRACED {
+                    pending = Some(j as usize);
+                    break;
+                }
+            }
+            match pending {
+                Some(j) => i = j,
                 None => break,
             }
         }
