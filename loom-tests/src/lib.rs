@@ -14,7 +14,7 @@
 //! one.) Without `--cfg loom` the models are compiled out. The bound of five
 //! preemptions per execution is also the default used when
 //! `LOOM_MAX_PREEMPTIONS` is unset (see [`support::model`]). Measured on the
-//! 2-core development machine (shared with other builds): the 16 models of `models.rs` take
+//! 2-core development machine (shared with other builds): the 17 models of `models.rs` take
 //! about 100 s at 5 (two minutes with the build), 23 s at 4, 6 s at 3.
 //! Every seeded bug tried so far was found at 3: no Δ-test (CAS replaced by
 //! an unconditional claim), no Σ-test, `get_mut` without disarming the
@@ -30,6 +30,7 @@
 //! | `count_tear` | R1: counts read at different times |
 //! | `move_through_mutex` | R2: a handle moved through a `Mutex`, no count change |
 //! | `move_between_cells` | R2: one handle traced twice, a stack handle missed (Σ-test) |
+//! | `move_between_cells_across_windows` | the same across two pin windows (Σ-test re-trace) |
 //! | `move_out_and_back` | R2: moved out of a cell and back between traces |
 //! | `upgrade_against_doom` | R3: `Weak::upgrade` racing the decision |
 //! | `last_drop_against_hold` | R4: tracing an object whose last handle drops |
@@ -55,14 +56,18 @@
 //! | `old_root_rebuffering` | the cross-generation rule while the young member's last outside handle drops | no re-buffering as an old root (the cycle leaks) |
 
 //!
-//! The collector's *pinned* trace (its cells stay locked until the trace
-//! ends, so the trace is itself the Σ-test and validation only CASes; see
+//! The collector's *pinned* trace (tree by tree; its cells stay locked until
+//! the current pin window closes, so a component traced within one window
+//! needs no re-trace and validation only CASes; see
 //! `gc/src/sync/collector.rs`) is exercised by every model above; under loom
-//! the pin budget is two guards, so the three-object models also run the
-//! fallback (a component re-traced). Planted bug: releasing each object's
-//! guards after its trace while still trusting the trace as a snapshot —
-//! `move_between_cells` fails (causality violation: the collector drops a
-//! value the mutator is reading). The collector's one-RMW release of a
+//! the pin budget is one guard, so a window closes after every root's
+//! tree and within one at its second guard: two-object cycles fit in one
+//! window, three-object ones span two and run the fallback (the component
+//! re-traced). Planted bugs: releasing each object's guards after its trace
+//! while still trusting the trace as a snapshot — `move_between_cells`
+//! fails (causality violation: the collector drops a value the mutator is
+//! reading); trusting the trace of a component that spans windows —
+//! `move_between_cells_across_windows` fails (the same violation). The collector's one-RMW release of a
 //! freed member (`Header::release_doomed`, `GONE` set with the release of
 //! the hold) is exercised by the models that free cycles; planted bug: the
 //! release without `GONE` — the models crash (a value dropped twice, memory

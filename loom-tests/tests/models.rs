@@ -87,6 +87,50 @@ fn move_between_cells() {
     });
 }
 
+/// R2 across pin windows: the cycle `a -> b -> c -> a` is traced in two
+/// windows (under loom a window closes at its second guard: `a`, `b` | `c`),
+/// so `b`'s cell is unlocked before `c` is traced. With its own handle on
+/// `c`, the mutator moves the `b -> c` handle into `c`'s cell in between: the
+/// trial counts that handle twice and misses the stack handle. Only the
+/// Σ-test re-trace of a component spanning windows catches this one
+/// (planted bug: trusting the trace of every component, `one_window` always
+/// true in `collector::validate`: causality violation).
+#[test]
+fn move_between_cells_across_windows() {
+    model(|| {
+        set_policy(Policy::Manual);
+        let book = Book::new(3);
+        let (a, b, c) = (
+            Node::new(&book, 0),
+            Node::new(&book, 1),
+            Node::new(&book, 2),
+        );
+        a.link(&b);
+        b.link(&c);
+        c.link(&a);
+        let hc = c.clone();
+        drop(a); // buffered first: the trace starts with its tree
+        drop(b);
+        drop(c);
+        let t = thread::spawn(move || {
+            {
+                let mut cell_c = hc.edges.lock().unwrap();
+                let moved = {
+                    let cell_a = cell_c[0].edges.lock().unwrap();
+                    let mut cell_b = cell_a[0].edges.lock().unwrap();
+                    cell_b.pop().unwrap()
+                };
+                cell_c.push(moved);
+            }
+            hc.check();
+            hc.edges.lock().unwrap()[0].check();
+        });
+        collect();
+        t.join().unwrap();
+        book.finish();
+    });
+}
+
 /// R2: a handle leaves its cell and comes back between the collector's
 /// traces, so a re-trace sees the same edges as the first trace.
 #[test]

@@ -9,19 +9,22 @@
 //!    reference owned by the collector) whose resulting header word is the
 //!    object's snapshot `W`. A minor collection does not drain the entries
 //!    of old objects: it moves them to the old roots, untouched.
-//! 2. **Trace** breadth-first from the roots. Each object is traced with its
-//!    cells locked (guards kept in a sink) and a hold is taken on every
-//!    newly seen target *before* its guards could be released, so the
-//!    collector owns a strong reference to everything it has seen and never
-//!    reads a value whose last handle is being dropped or that someone has
-//!    `&mut` to. The guards are kept until the trace ends (*pinning*), up to
-//!    `PIN_BUDGET` of them: past it they are released and only the objects
-//!    traced afterwards stay pinned. A pinned object's cells cannot change
-//!    from its trace to the end of the trace, instant t*, and its other
-//!    fields change only through `&mut` (impossible while we hold it): its
-//!    traced edges are its edges at t*. Mutators wait for a pinned cell at
-//!    most one trace; the collector itself only `try_lock`s, so it never
-//!    waits for a mutator and cannot deadlock with one.
+//! 2. **Trace** root by root: a root's *tree* is the root, the nodes it
+//!    adds (traced in order) and the roots it reaches not traced yet, with
+//!    theirs. Each object is traced with its cells locked (guards kept in a
+//!    sink) and a hold is taken on every newly seen target *before* its
+//!    guards could be released, so the collector owns a strong reference to
+//!    everything it has seen and never reads a value whose last handle is
+//!    being dropped or that someone has `&mut` to. The guards are kept
+//!    (*pinning*) until the current *pin window* closes: at the end of a
+//!    root's tree once they exceed `PIN_BUDGET / 2`, within a tree once they
+//!    exceed `PIN_BUDGET`, and at the end of the trace. An object's cells
+//!    cannot change from its trace to its window's close, instant t*, and
+//!    its other fields change only through `&mut` (impossible while we hold
+//!    it): its traced edges are its edges at its window's t*. Tracing tree
+//!    by tree keeps a small cycle in one window. Mutators wait for a pinned
+//!    cell at most one window; the collector itself only `try_lock`s, so it
+//!    never waits for a mutator and cannot deadlock with one.
 //!    A minor collection does not enter old objects: an edge to one is not
 //!    an edge of the graph, and the old object's handle stays an external
 //!    reference in its target's count.
@@ -41,16 +44,18 @@
 //!    `DOOMED`. Together they prove that at t* every handle to a member was
 //!    in a member's cell, and that none was made since: nothing outside can
 //!    reach the members.
-//!    - *Fast path* (`claim_pinned`): when every candidate was pinned, the
-//!      trace already is the Σ-test at t* for the whole candidate garbage
-//!      (its trial counts are zero and no live node has an edge into it), so
-//!      only the Δ-test runs, on all candidates at once: no second trace, no
-//!      components.
-//!    - *Slow path* (`validate_components`), when a candidate was not pinned
-//!      or a Δ-test failed: each weakly connected component of the candidate
-//!      garbage on its own: lock all of its cells at once and re-trace it
-//!      (the Σ-test), release the locks, then the Δ-test. A failing
-//!      component is unclaimed and buffered again, and left for later.
+//!    - *Fast path* (`claim_pinned`): when no edge between candidates
+//!      crosses pin windows, each component was traced within one window and
+//!      the trace already is its Σ-test at that window's t* (its trial counts
+//!      are zero, and every edge counted into it is a member's edge at t*),
+//!      so only the Δ-test runs, on all candidates at once: no second trace,
+//!      no components.
+//!    - *Slow path* (`validate_components`), when an edge crosses windows or
+//!      a Δ-test failed: each weakly connected component of the candidate
+//!      garbage on its own: if it spans windows, lock all of its cells at
+//!      once and re-trace it (the Σ-test) and release the locks; then the
+//!      Δ-test. A failing component is unclaimed and buffered again, and left
+//!      for later.
 //! 5. **Free** the doomed members (marked dead when doomed): drop each value
 //!    (a panic is kept and re-raised at the end), then set `GONE` and
 //!    release the hold in one RMW (`Header::release_doomed`). Releasing one
@@ -80,16 +85,24 @@ use crate::Policy;
 
 /// No node / not a member of any component.
 const NONE: u32 = u32::MAX;
+/// The window of a node not traced yet.
+const UNTRACED: u32 = u32::MAX;
 
-/// The most cell guards a trace keeps at once (the cells of the nodes it
-/// traced last); see step 2. Bounds how long a mutator may wait for a cell
-/// the collector pinned: a trace of a few thousand objects.
-#[cfg(not(loom))]
+/// The most cell guards a trace keeps at once (one pin window; see step 2).
+/// Bounds how long a mutator may wait for a cell the collector pinned: a
+/// trace of a few thousand objects.
+#[cfg(not(any(loom, miri)))]
 const PIN_BUDGET: usize = 8192;
-/// Under loom, two guards: models of three or more objects also run with
-/// nodes left unpinned (the fallback to re-tracing validation).
+/// Under Miri, whose tests use small graphs, sixteen: they still span
+/// windows.
+#[cfg(all(miri, not(loom)))]
+const PIN_BUDGET: usize = 16;
+/// Under loom, one guard: a window closes after every root's tree and
+/// within one at its second guard, so a three-object cycle spans two windows
+/// (the fallback to re-tracing validation) while two-object cycles fit in
+/// one.
 #[cfg(loom)]
-const PIN_BUDGET: usize = 2;
+const PIN_BUDGET: usize = 1;
 
 /// Which collection to run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -126,6 +139,8 @@ struct Node {
     live: bool,
     /// A cell could not be inspected.
     kept: bool,
+    /// The pin window it was traced in (step 2), `UNTRACED` before.
+    window: u32,
     /// Our hold has been released.
     released: bool,
 }
@@ -186,6 +201,7 @@ impl Work {
             trial: count(word) as i64 - 1,
             live: false,
             kept: false,
+            window: UNTRACED,
             released: false,
         });
         // SAFETY: we hold the collector lock and `header`.
@@ -455,56 +471,57 @@ fn collect_locked(global: &Global, w: &mut Work, kind: Kind) -> (usize, usize, P
     w.entries = entries;
     flush_old_roots(global, &mut w.old_roots);
 
-    // 2. Trace, holding every target before the source's cells unlock. The
-    //    cells stay locked until the trace ends (up to `PIN_BUDGET` guards;
-    //    past it, they are released and only the nodes traced afterwards
-    //    stay pinned), so the edges of the pinned nodes are a snapshot of one
-    //    instant: the end of the trace.
-    let mut pinned_from = 0;
-    let mut i = 0;
-    while i < w.nodes.len() {
-        let header = w.nodes[i].header;
-        w.targets.clear();
-        // SAFETY: we hold `header` until `finish`, after `guards` is emptied.
-        let kept = unsafe { trace_into(header, &mut w.targets, &mut w.guards, &mut w.panic) };
-        let first = w.edges.len() as u32;
-        for k in 0..w.targets.len() {
-            let target = w.targets[k].cast::<Header>();
-            // SAFETY: the handle that reported `target` is pinned in place
-            // (locked cell or held object), so the header is alive.
-            let j = match unsafe { w.lookup(target) } {
-                Some(j) => j,
-                // A minor collection does not enter old objects: the edge's
-                // handle stays an external reference of its target.
-                // SAFETY: as above, and we hold the collector lock.
-                None if minor && unsafe { target.as_ref().generation.is_old() } => continue,
-                // SAFETY: as above.
-                None => match unsafe { target.as_ref() }.hold() {
-                    Some(word) => match w.add(target, word) {
-                        Some(j) => j,
-                        None => {
-                            // Graph full: not an edge we follow.
-                            // SAFETY: the hold we just took.
-                            unsafe { Header::dec_strong(target) };
-                            continue;
-                        }
-                    },
-                    None => continue, // doomed: a dead handle, not an edge
-                },
-            };
-            w.edges.push(j);
-            w.nodes[j as usize].trial -= 1;
+    // 2. Trace root by root (each root's tree at once), holding every target
+    //    before the source's cells unlock. The cells stay locked (pinned)
+    //    until the current *window* closes: when the guards exceed
+    //    `PIN_BUDGET / 2` at the end of a root's tree, or
+    //    `PIN_BUDGET` within one, they are released and a new window starts.
+    //    The edges of the nodes traced in one window are a snapshot of one
+    //    instant: the window's close. Tree by tree, a small garbage cycle is
+    //    traced within one window.
+    let roots = w.nodes.len();
+    let mut added = roots; // the next node added by the trace, to trace
+    let mut window = 0;
+    for r in 0..roots {
+        if w.nodes[r].window != UNTRACED {
+            continue; // reached by an earlier root's tree
         }
-        if w.guards.len() > PIN_BUDGET {
+        // The tree of root `r`: `r`, the nodes the tree adds (in order) and
+        // the roots it reaches that were not traced yet (on `w.stack`).
+        let mut i = r;
+        loop {
+            trace_node(w, i, roots, minor, window);
+            if w.guards.len() > PIN_BUDGET {
+                // t* of this window: its nodes' cells are all locked now.
+                w.guards.clear();
+                window += 1;
+            }
+            if added < w.nodes.len() {
+                i = added;
+                added += 1;
+                continue;
+            }
+            // A root may have been pushed twice: skip it once traced.
+            let mut pending = None;
+            while let Some(j) = w.stack.pop() {
+                if w.nodes[j as usize].window == UNTRACED {
+                    pending = Some(j as usize);
+                    break;
+                }
+            }
+            match pending {
+                Some(j) => i = j,
+                None => break,
+            }
+        }
+        if w.guards.len() > PIN_BUDGET / 2 {
+            // t* of this window.
             w.guards.clear();
-            pinned_from = i + 1;
+            window += 1;
         }
-        let node = &mut w.nodes[i];
-        node.edges = (first, w.edges.len() as u32);
-        node.kept = kept;
-        i += 1;
     }
-    // t*: every cell of the nodes from `pinned_from` on is locked right now.
+    debug_assert_eq!(added, w.nodes.len());
+    // t* of the last window.
     w.guards.clear();
     let traced = w.nodes.len();
     let n = traced;
@@ -541,7 +558,7 @@ fn collect_locked(global: &Global, w: &mut Work, kind: Kind) -> (usize, usize, P
     // 4. Validation. Fast path: the whole candidate garbage at once, when all
     //    of it was pinned (its Σ-test is the trial itself); otherwise, or if
     //    a Δ-test fails, component by component with a re-trace.
-    if !claim_pinned(w, pinned_from) {
+    if !claim_pinned(w, window) {
         validate_components(w);
     }
 
@@ -608,23 +625,77 @@ fn collect_locked(global: &Global, w: &mut Work, kind: Kind) -> (usize, usize, P
     (freed, traced, panic)
 }
 
-/// The fast path of validation: if every candidate garbage node was pinned
-/// (its cells locked from its trace to the end of the trace, t*), the trace
-/// is a snapshot of their edges at t*, so the trial count of zero of every
-/// candidate *is* the Σ-test of the whole candidate garbage at t* (no edge
-/// from a live node reaches it, or it would be live). Then the Δ-test: CAS
-/// every member's word from its snapshot to `CLAIMED`; if all succeed, the
-/// counts held from each snapshot through t* to the claim, and everything is
-/// doomed. Returns `false`, having claimed nothing, if a candidate was not
-/// pinned or a Δ-test failed (the caller then validates component by
-/// component, re-tracing).
-fn claim_pinned(w: &mut Work, pinned_from: usize) -> bool {
+/// Step 2 for node `i`, not traced yet: traces it in
+/// pin window `window`, holds and numbers its new targets (traced in that
+/// order after it) and pushes the roots it reaches that were not traced yet
+/// on `w.stack`.
+fn trace_node(w: &mut Work, i: usize, roots: usize, minor: bool, window: u32) {
+    debug_assert_eq!(w.nodes[i].window, UNTRACED);
+    let header = w.nodes[i].header;
+    w.targets.clear();
+    // SAFETY: we hold `header` until `finish`, after `guards` is emptied.
+    let kept = unsafe { trace_into(header, &mut w.targets, &mut w.guards, &mut w.panic) };
+    let first = w.edges.len() as u32;
+    for k in 0..w.targets.len() {
+        let target = w.targets[k].cast::<Header>();
+        // SAFETY: the handle that reported `target` is pinned in place
+        // (locked cell or held object), so the header is alive.
+        let j = match unsafe { w.lookup(target) } {
+            Some(j) => {
+                if (j as usize) < roots && w.nodes[j as usize].window == UNTRACED {
+                    // A root not traced yet: the tree continues there.
+                    w.stack.push(j);
+                }
+                j
+            }
+            // A minor collection does not enter old objects: the edge's
+            // handle stays an external reference of its target.
+            // SAFETY: as above, and we hold the collector lock.
+            None if minor && unsafe { target.as_ref().generation.is_old() } => continue,
+            // SAFETY: as above.
+            None => match unsafe { target.as_ref() }.hold() {
+                Some(word) => match w.add(target, word) {
+                    Some(j) => j,
+                    None => {
+                        // Graph full: not an edge we follow.
+                        // SAFETY: the hold we just took.
+                        unsafe { Header::dec_strong(target) };
+                        continue;
+                    }
+                },
+                None => continue, // doomed: a dead handle, not an edge
+            },
+        };
+        w.edges.push(j);
+        w.nodes[j as usize].trial -= 1;
+    }
+    let node = &mut w.nodes[i];
+    node.edges = (first, w.edges.len() as u32);
+    node.kept = kept;
+    node.window = window;
+}
+
+/// The fast path of validation: if no edge between candidate garbage nodes
+/// crosses from one pin window to another, every weakly connected component
+/// of the candidate garbage was traced within one window, with all of its
+/// cells locked from each member's trace to the window's close, t*: the
+/// trace is a snapshot of its edges at t*, so the trial count of zero of
+/// every member *is* the Σ-test of its component at t* (an edge into it
+/// from a live node would make it live; from another candidate, that
+/// candidate would be in the component; so every counted edge is a member's
+/// edge at t*). Then the Δ-test: CAS every member's word from its snapshot
+/// to `CLAIMED`; if all succeed, the counts held from each snapshot through
+/// t* to the claim, and everything is doomed. Returns `false`, having
+/// claimed nothing, if an edge crosses windows or a Δ-test failed (the
+/// caller then validates component by component).
+fn claim_pinned(w: &mut Work, last_window: u32) -> bool {
     debug_assert!(w.doomed.is_empty());
     let n = w.nodes.len();
-    if (0..pinned_from).any(|i| !w.nodes[i].live) {
+    // With one window (the usual case) no edge can cross.
+    if last_window > 0 && (0..n).any(|i| crosses_windows(w, i)) {
         return false;
     }
-    for i in pinned_from..n {
+    for i in 0..n {
         if w.nodes[i].live {
             continue;
         }
@@ -650,6 +721,18 @@ fn claim_pinned(w: &mut Work, pinned_from: usize) -> bool {
         doom(&w.nodes[m as usize]);
     }
     true
+}
+
+/// Whether node `i` is candidate garbage with an edge to candidate garbage
+/// traced in another pin window.
+fn crosses_windows(w: &Work, i: usize) -> bool {
+    let node = &w.nodes[i];
+    let (a, b) = node.edges;
+    !node.live
+        && w.edges[a as usize..b as usize].iter().any(|&j| {
+            let target = &w.nodes[j as usize];
+            !target.live && target.window != node.window
+        })
 }
 
 /// Dooms a node whose Δ-test succeeded as part of a validated set: marks
@@ -795,6 +878,20 @@ fn rebuffer(header: NonNull<Header>) {
 /// Validates component `id` (members `w.members[a..b]`) and, on success,
 /// dooms it.
 fn validate(w: &mut Work, a: usize, b: usize, id: u32) -> bool {
+    // A component traced within one pin window needs no re-trace: its trace
+    // is its Σ-test at that window's close (see `claim_pinned`).
+    let window = w.nodes[w.members[a] as usize].window;
+    let one_window = w.members[a..b]
+        .iter()
+        .all(|&m| w.nodes[m as usize].window == window);
+    if !one_window && !sigma_test(w, a, b, id) {
+        return false;
+    }
+    delta_test(w, a, b)
+}
+
+/// The Σ-test of component `id` (members `w.members[a..b]`) by a re-trace.
+fn sigma_test(w: &mut Work, a: usize, b: usize, id: u32) -> bool {
     // Σ-test: all cells locked at once; every member's snapshot count must be
     // its internal in-degree plus our hold. `trial` holds the remaining
     // counts of this component's members.
@@ -828,10 +925,11 @@ fn validate(w: &mut Work, a: usize, b: usize, id: u32) -> bool {
             .all(|&m| w.nodes[m as usize].trial == 0);
     // t*: every cell of the component is locked right now.
     w.guards.clear();
-    if !closed {
-        return false;
-    }
+    closed
+}
 
+/// The Δ-test of the members `w.members[a..b]` and, on success, their doom.
+fn delta_test(w: &mut Work, a: usize, b: usize) -> bool {
     // Δ-test: no clone, drop, upgrade or buffering happened on any member
     // since its snapshot, which covers t*.
     for k in a..b {

@@ -60,17 +60,20 @@
 //! word from `W` to `W | CLAIMED`; if every CAS succeeds, set `DOOMED`.
 //! Any failure unclaims and re-buffers the component: it waits for a later
 //! collection (it may leak for a while; it is never freed early).
-//! Usually no re-trace is needed: the trace keeps every cell it locked
-//! locked until the trace ends (*pinning*, up to a budget of guards), so the
-//! first trace is already a snapshot of the pinned objects' edges at one
-//! instant, the end of the trace; when every candidate was pinned, their
-//! zero trial counts are the Σ-test of the whole candidate garbage at that
-//! instant and only the Δ-test CASes run (`collector.rs`, step 4). The
-//! soundness argument below applies unchanged with `t*` the end of the
-//! trace and `C` the whole candidate garbage. The price: a mutator that
-//! locks a cell of an object being traced waits until the trace ends (at
-//! most `PIN_BUDGET` = 8192 guards' worth of tracing; the collector itself
-//! only `try_lock`s, so it never waits for a mutator). Doomed
+//! Usually no re-trace is needed: the trace (root by root, each root's
+//! tree at once) keeps every cell it locked locked until its *pin window*
+//! closes (at the end of a root's tree past half a budget of guards, within
+//! one past the budget, and at the end of the trace), so the first trace is
+//! already a
+//! snapshot of one window's objects' edges at one instant, the window's
+//! close; a component traced within one window has zero trial counts that
+//! are its Σ-test at that instant, and only the Δ-test CASes run
+//! (`collector.rs`, step 4). The soundness argument below applies unchanged
+//! with `t*` that close. Only a component spanning windows is re-traced.
+//! The price: a mutator that locks a cell of an object being traced waits
+//! until its window closes (at most `PIN_BUDGET` = 8192 guards' worth of
+//! tracing; the collector itself only `try_lock`s, so it never waits for a
+//! mutator). Doomed
 //! members are marked dead (`Deref` panics, `try_deref` returns `None`),
 //! every value is dropped (a panicking `Drop` does not stop the others and is
 //! re-raised afterwards), then the holds are released and memory follows

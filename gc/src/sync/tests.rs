@@ -628,3 +628,49 @@ fn forwarded_traits() {
     assert_eq!(*r, 7);
     assert_eq!(format!("{:p}", a), format!("{:p}", Gc::as_ptr(&a)));
 }
+
+/// Pin windows (`collector.rs`, step 2): many small cycles, whose trees
+/// close windows between them, and rings longer than a window, which are
+/// validated by a re-trace; a ring with an outside handle spans windows too
+/// and must survive.
+#[test]
+fn cycles_within_and_across_pin_windows() {
+    let _s = serial();
+    let (pairs, ring) = if cfg!(miri) { (20, 40) } else { (3000, 10_000) };
+    let drops = Arc::new(AtomicUsize::new(0));
+    let make_ring = || {
+        let first = node(&drops);
+        let mut last = first.clone();
+        for _ in 1..ring {
+            let next = node(&drops);
+            link(&last, &next);
+            last = next;
+        }
+        link(&last, &first);
+        first
+    };
+    for _ in 0..pairs {
+        let (a, b) = (node(&drops), node(&drops));
+        link(&a, &b);
+        link(&b, &a);
+    }
+    drop(make_ring());
+    let kept = make_ring();
+    let weak = Gc::downgrade(&kept);
+    let middle = {
+        let mut at = kept.clone();
+        for _ in 0..ring / 2 {
+            let next = at.edges.lock().unwrap()[0].clone();
+            at = next;
+        }
+        at
+    };
+    drop(kept);
+    collect();
+    assert_eq!(drops.load(SeqCst), 2 * pairs + ring);
+    assert!(weak.upgrade().is_some());
+    drop(middle);
+    collect();
+    assert_eq!(drops.load(SeqCst), 2 * pairs + 2 * ring);
+    assert!(weak.upgrade().is_none());
+}
