@@ -232,20 +232,9 @@ fn adaptive_roots_of_work_in_progress_ripen_instead_of_being_promoted() {
     // Requests of two nodes in a cycle, a few in flight at a time: each
     // buffers a live root when it starts (a handle dropped while the other
     // node still holds it) and becomes garbage a few requests later.
-    let mut in_flight = std::collections::VecDeque::new();
-    let requests = if cfg!(miri) { 500 } else { 5_000 };
-    for _ in 0..requests {
-        let a = Node::new();
-        let b = Node::new();
-        a.link(&b);
-        b.link(&a);
-        in_flight.push_back(a);
-        if in_flight.len() > 8 {
-            in_flight.pop_front();
-        }
-    }
+    let in_flight = cycle_requests(8);
     let stats = recycler::stats();
-    assert!(stats.minor_collections - base.minor_collections >= requests / 64);
+    assert!(stats.minor_collections - base.minor_collections >= CYCLE_REQUESTS / 64);
     // The in-flight requests' roots are among the newest 32 whenever the
     // trigger runs: none is judged while live, so nothing is promoted, no
     // full collection is needed, and every collection traces garbage only.
@@ -290,18 +279,7 @@ fn promoted_cycles_are_collected_by_an_automatic_full_collection() {
     // their own, which frees the old cycles.
     recycler::set_adaptive_config(AdaptiveConfig::default().min_roots(8));
     let fulls = recycler::stats().full_collections;
-    let mut in_flight = std::collections::VecDeque::new();
-    let requests = if cfg!(miri) { 500 } else { 5_000 };
-    for _ in 0..requests {
-        let a = Node::new();
-        let b = Node::new();
-        a.link(&b);
-        b.link(&a);
-        in_flight.push_back(a);
-        if in_flight.len() > 64 {
-            in_flight.pop_front();
-        }
-    }
+    let in_flight = cycle_requests(64);
     assert!(recycler::stats().full_collections > fulls);
     drop(in_flight);
     let left = old_cycles.iter().filter(|w| w.upgrade().is_some()).count();
@@ -399,4 +377,24 @@ fn adaptive_collects_large_garbage_behind_few_roots() {
     assert!(stats.freed_by_collector - base.freed_by_collector >= trees * tree - max_live);
     recycler::collect();
     assert_eq!(recycler::stats().live, base.live);
+}
+
+/// Requests of [`cycle_requests`].
+const CYCLE_REQUESTS: u64 = if cfg!(miri) { 500 } else { 5_000 };
+
+/// Runs [`CYCLE_REQUESTS`] requests of a 2-node cycle each, keeping the
+/// last `keep` in flight; returns those.
+fn cycle_requests(keep: usize) -> std::collections::VecDeque<Gc<Node>> {
+    let mut in_flight = std::collections::VecDeque::new();
+    for _ in 0..CYCLE_REQUESTS {
+        let a = Node::new();
+        let b = Node::new();
+        a.link(&b);
+        b.link(&a);
+        in_flight.push_back(a);
+        if in_flight.len() > keep {
+            in_flight.pop_front();
+        }
+    }
+    in_flight
 }
