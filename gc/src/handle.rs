@@ -334,7 +334,7 @@ impl<T: ?Sized + Pointee, const COLLECT: bool> Strong<T, COLLECT> {
                 // SAFETY: strong is zero, the value alive (not DEAD) and
                 // this handle was the last strong reference; the object
                 // is in no buffer (not BUFFERED) and no graph (not
-                // IN_GRAPH).
+                // IN_GRAPH; a leaf is never in either).
                 unsafe { crate::drop_queue::free_typed(self.ptr, candidate) }
             } else {
                 // SAFETY: nothing to drop; release the strong side's weak
