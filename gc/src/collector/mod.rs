@@ -44,8 +44,9 @@
 //! * Manual: only [`collect`].
 //!
 //! # Ripening
-//! A collection the Adaptive trigger starts leaves the newest `min_roots`
-//! young roots buffered for the next one. A decrement that has just happened
+//! A collection the Adaptive policy starts on its root count (or a full one
+//! it starts) leaves the newest `min_roots` young roots buffered for the
+//! next one. A decrement that has just happened
 //! is most often part of work in progress (a temporary clone dropped while a
 //! structure is being built or used), so its object is likely still live:
 //! judged now, it would be traced, found live and promoted, and if it dies a
@@ -349,12 +350,12 @@ impl State {
     }
 
     /// Takes the roots of a collection out of the buffers; they stay flagged
-    /// `BUFFERED` until [`Graph::collect`] enters them. A collection the
-    /// trigger started (`triggered`) leaves the newest young roots to ripen.
-    fn take_roots(&mut self, kind: Kind, triggered: bool) -> Vec<Object> {
+    /// `BUFFERED` until [`Graph::collect`] enters them. With `ripen`, the
+    /// newest young roots stay buffered (see "Ripening").
+    fn take_roots(&mut self, kind: Kind, ripen: bool) -> Vec<Object> {
         let spare = core::mem::take(&mut self.spare);
         let mut roots = core::mem::replace(&mut self.young, spare);
-        if triggered && self.policy == Policy::Adaptive {
+        if ripen && self.policy == Policy::Adaptive {
             // The newest roots ripen: they stay buffered, moved to the front
             // of the new young buffer, for the next collection.
             let keep = self.ripening().min(roots.len());
@@ -567,8 +568,9 @@ pub(crate) fn unbuffer(object: Object) {
     });
 }
 
-/// Runs a collection of `kind` now, or defers it if one is running.
-fn run(kind: Kind, triggered: bool) {
+/// Runs a collection of `kind` now, or defers it if one is running; with
+/// `ripen`, it leaves the newest young roots buffered.
+fn run(kind: Kind, ripen: bool) {
     if COUNTERS.with(|c| c.collecting.replace(true)) {
         COUNTERS.with(|c| c.requested.set(true));
         return;
@@ -585,7 +587,7 @@ fn run(kind: Kind, triggered: bool) {
     let taken = STATE.try_with(|state| {
         let mut state = state.borrow_mut();
         let promote = state.policy == Policy::Adaptive;
-        let roots = state.take_roots(kind, triggered);
+        let roots = state.take_roots(kind, ripen);
         (roots, core::mem::take(&mut state.graph), promote)
     });
     let Ok((mut roots, mut graph, promote)) = taken else {
