@@ -23,14 +23,26 @@
 //! (like Nim's own allocator's size classes) absorb a batch as cheaply as a
 //! single free. Every mode of one run uses the same allocator.
 //!
-//! The lock is a `std::sync::Mutex`, which on Linux is a futex word: taking
-//! it neither allocates nor registers thread-local destructors, so it may be
-//! used inside the allocator (a lock that allocates while parking, like
-//! `parking_lot`'s, would re-enter it).
+//! The lock is the one Nim used: Nim's `SysLock` on POSIX is a
+//! `pthread_mutex_t` initialised with default attributes, which glibc
+//! implements as a futex word *without spinning*: a thread that finds it
+//! taken sleeps in `futex(FUTEX_WAIT)` at once and the holder pays a
+//! `futex(FUTEX_WAKE)` on release. (A `std::sync::Mutex`, used here before,
+//! spins up to 100 times first and so settles most short contention on two
+//! running cores without a system call, which is kinder than Nim's lock.)
+//! Taking it neither allocates nor registers thread-local destructors, so it
+//! may be used inside the allocator (a lock that allocates while parking,
+//! like `parking_lot`'s, would re-enter it).
+//!
+//! While the lock is on, [`counts`] tells how often it was taken and how
+//! often the taker found it held by another thread (a `trylock` that failed
+//! before the blocking `lock`; the one extra compare-and-swap is what
+//! glibc's own `lock` starts with). Both counters are plain integers written
+//! under the lock, so counting adds no shared-memory traffic of its own.
 
 use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering::Relaxed};
-use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use mimalloc::MiMalloc;
 
@@ -113,8 +125,91 @@ fn from_env() -> Allocator {
 /// Whether allocations take [`LOCK`].
 static LOCKED: AtomicBool = AtomicBool::new(false);
 
-/// The one heap lock.
-static LOCK: Mutex<()> = Mutex::new(());
+/// The one heap lock, with the counters it protects.
+static LOCK: HeapLock = HeapLock {
+    mutex: UnsafeCell::new(libc::PTHREAD_MUTEX_INITIALIZER),
+    counts: UnsafeCell::new(LockCounts {
+        acquired: 0,
+        contended: 0,
+    }),
+};
+
+/// How often the heap lock was taken, and found held by another thread.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct LockCounts {
+    /// Allocations, frees and reallocations that took the lock.
+    pub acquired: u64,
+    /// Of those, the ones that found it held and waited (in glibc, on the
+    /// futex).
+    pub contended: u64,
+}
+
+/// A `pthread_mutex_t` with default attributes (Nim's `SysLock`) and the
+/// counters only its holder touches.
+struct HeapLock {
+    mutex: UnsafeCell<libc::pthread_mutex_t>,
+    counts: UnsafeCell<LockCounts>,
+}
+
+// SAFETY: `mutex` is only handed to `pthread_mutex_*`, which synchronise
+// threads through it (it lives in a static, so it is never moved after
+// first use, as POSIX requires), and `counts` is only read or written by
+// the thread that holds `mutex` (see `Held`).
+unsafe impl Sync for HeapLock {}
+
+/// The heap lock, held until dropped.
+struct Held;
+
+impl HeapLock {
+    /// Takes the lock; counts the acquisition, and the contention if the
+    /// lock was held.
+    fn lock(&'static self) -> Held {
+        // SAFETY: `mutex` is a statically initialised default mutex that is
+        // never destroyed; `trylock` and `lock` on it are sound from any
+        // thread. A default (non-error-checking) mutex relocked by its own
+        // holder would deadlock, but no holder allocates: the only code run
+        // under the lock is the forwarded allocator call and the counter
+        // update below, neither of which re-enters this allocator.
+        let contended = unsafe {
+            if libc::pthread_mutex_trylock(self.mutex.get()) == 0 {
+                false
+            } else {
+                libc::pthread_mutex_lock(self.mutex.get());
+                true
+            }
+        };
+        // SAFETY: this thread holds the mutex, so no other thread reads or
+        // writes `counts` until it is released.
+        let counts = unsafe { &mut *self.counts.get() };
+        counts.acquired += 1;
+        counts.contended += u64::from(contended);
+        Held
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        // SAFETY: a `Held` exists only while this thread holds the mutex
+        // (`HeapLock::lock` returned it), and is dropped once.
+        unsafe {
+            libc::pthread_mutex_unlock(LOCK.mutex.get());
+        }
+    }
+}
+
+/// The heap lock's counters since the process started (zero while the lock
+/// has never been switched on). Takes the lock (uncounted) to read them.
+#[allow(dead_code)] // used by the server's `/stats`, not by the benchmarks that include this file
+pub fn counts() -> LockCounts {
+    // SAFETY: as in `HeapLock::lock`; this thread holds the mutex while it
+    // copies the counters and releases it before returning.
+    unsafe {
+        libc::pthread_mutex_lock(LOCK.mutex.get());
+        let counts = *LOCK.counts.get();
+        libc::pthread_mutex_unlock(LOCK.mutex.get());
+        counts
+    }
+}
 
 /// The global allocator: [`System`] or [`MiMalloc`] (see [`active`]),
 /// behind [`LOCK`] while it is switched on.
@@ -134,13 +229,11 @@ pub fn is_locked() -> bool {
     LOCKED.load(Relaxed)
 }
 
-/// Takes the heap lock if it is switched on. Nothing panics while it is
-/// held, but a poisoned lock is taken anyway rather than failing inside the
-/// allocator.
+/// Takes the heap lock if it is switched on.
 #[inline]
-fn guard() -> Option<MutexGuard<'static, ()>> {
+fn guard() -> Option<Held> {
     if LOCKED.load(Relaxed) {
-        Some(LOCK.lock().unwrap_or_else(PoisonError::into_inner))
+        Some(LOCK.lock())
     } else {
         None
     }
@@ -162,7 +255,8 @@ macro_rules! forward {
 // never changes, so every block is freed or reallocated by the allocator
 // that returned it. Holding a mutex around the call changes nothing about
 // the memory returned or freed. Neither the mutex nor `active()` allocates
-// or panics (poisoning is ignored), so no call re-enters the allocator.
+// or panics, so no call re-enters the allocator (which would deadlock on
+// the non-recursive mutex).
 unsafe impl GlobalAlloc for LockedAlloc {
     #[inline]
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
@@ -200,8 +294,14 @@ unsafe impl GlobalAlloc for LockedAlloc {
 mod tests {
     use super::*;
 
+    /// The tests that switch the lock on and off take this, so that one
+    /// does not switch it off under the other. (Nothing else in this test
+    /// binary switches it.)
+    static SWITCH: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
     #[test]
     fn forwards_with_and_without_the_lock() {
+        let _switch = SWITCH.lock().unwrap_or_else(|e| e.into_inner());
         let layout = Layout::from_size_align(48, 16).unwrap();
         for on in [false, true] {
             // The test binary's global allocator is this wrapper too, so
@@ -222,9 +322,34 @@ mod tests {
                 LockedAlloc.dealloc(q, Layout::from_size_align(96, 16).unwrap());
             }
             assert_eq!(is_locked(), on);
-            assert!(!LOCK.is_poisoned());
         }
         LOCKED.store(false, Relaxed);
+    }
+
+    #[test]
+    fn counts_acquisitions_and_contention_while_on() {
+        let _switch = SWITCH.lock().unwrap_or_else(|e| e.into_inner());
+        let layout = Layout::from_size_align(64, 8).unwrap();
+        let before = counts();
+        LOCKED.store(true, Relaxed);
+        // Two threads allocating at once: every call is counted, and a
+        // contended acquisition is also an acquisition.
+        std::thread::scope(|s| {
+            for _ in 0..2 {
+                s.spawn(|| {
+                    for _ in 0..10_000 {
+                        // SAFETY: a non-zero-sized layout, freed once with it.
+                        unsafe { LockedAlloc.dealloc(LockedAlloc.alloc(layout), layout) };
+                    }
+                });
+            }
+        });
+        LOCKED.store(false, Relaxed);
+        let after = counts();
+        // Other tests of this binary may allocate meanwhile (more, never
+        // fewer acquisitions).
+        assert!(after.acquired - before.acquired >= 40_000);
+        assert!(after.contended - before.contended <= after.acquired - before.acquired);
     }
 
     #[test]

@@ -376,6 +376,7 @@ async fn stats_body<F: Family>(worker: &Worker<F>) -> String {
         cpu_s: crate::sys::process_cpu_time().map_or(0.0, |d| d.as_secs_f64()),
         uptime_s: shared.started.elapsed().as_secs_f64(),
         connections: shared.guard.stats(),
+        heap_lock: crate::locked_alloc::counts(),
     };
     serde_json::to_string(&s).unwrap_or_else(|e| format!(r#"{{"error":"{e}"}}"#))
 }

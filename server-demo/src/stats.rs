@@ -142,6 +142,11 @@ pub struct ServerStats {
     /// Connection limits and what hostile clients ran into.
     #[serde(default)]
     pub connections: ConnStats,
+    /// The global allocation lock of `orc-nim16-faithful`'s `locked-alloc`
+    /// defect: acquisitions and contended acquisitions since the start
+    /// (zero in every other mode).
+    #[serde(default)]
+    pub heap_lock: crate::locked_alloc::LockCounts,
 }
 
 /// The connection side of `/stats` (see [`crate::conn`]).
