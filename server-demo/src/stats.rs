@@ -47,12 +47,22 @@ pub struct ThreadStats {
     /// (`recycler::Stats::total_pause_cpu`).
     #[serde(default)]
     pub total_pause_cpu_s: f64,
+    /// The `Policy::Nim16` threshold in force on this thread
+    /// (`recycler::nim16_threshold()`: its own, or the one shared by every
+    /// thread under `orc-nim16-faithful`'s `shared-threshold`); meaningful
+    /// for the `orc-nim16` modes only, 0 on the work-stealing runtime. In
+    /// `total`, the largest.
+    #[serde(default)]
+    pub nim16_threshold: u64,
 }
 
 impl ThreadStats {
     /// The calling thread's statistics (single-threaded pointers).
     pub fn current(thread: usize, requests: u64, in_flight: u64) -> Self {
-        Self::from_stats(thread, requests, in_flight, recycler::stats())
+        ThreadStats {
+            nim16_threshold: recycler::nim16_threshold() as u64,
+            ..Self::from_stats(thread, requests, in_flight, recycler::stats())
+        }
     }
 
     /// The process-wide statistics of the thread-safe pointers
@@ -78,6 +88,7 @@ impl ThreadStats {
             total_pause_s: s.total_pause.as_secs_f64(),
             max_pause_s: s.max_pause.as_secs_f64(),
             total_pause_cpu_s: s.total_pause_cpu.as_secs_f64(),
+            nim16_threshold: 0,
         }
     }
 
@@ -104,6 +115,7 @@ impl ThreadStats {
             t.total_pause_s += s.total_pause_s;
             t.max_pause_s = t.max_pause_s.max(s.max_pause_s);
             t.total_pause_cpu_s += s.total_pause_cpu_s;
+            t.nim16_threshold = t.nim16_threshold.max(s.nim16_threshold);
         }
         t
     }
