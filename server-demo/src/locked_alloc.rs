@@ -42,6 +42,7 @@
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::UnsafeCell;
+use std::marker::PhantomData;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering::Relaxed};
 
 use mimalloc::MiMalloc;
@@ -157,8 +158,9 @@ struct HeapLock {
 // the thread that holds `mutex` (see `Held`).
 unsafe impl Sync for HeapLock {}
 
-/// The heap lock, held until dropped.
-struct Held;
+/// The heap lock, held until dropped; not `Send`, since a pthread mutex
+/// must be unlocked by the thread that locked it.
+struct Held(PhantomData<*const ()>);
 
 impl HeapLock {
     /// Takes the lock; counts the acquisition, and the contention if the
@@ -183,7 +185,7 @@ impl HeapLock {
         let counts = unsafe { &mut *self.counts.get() };
         counts.acquired += 1;
         counts.contended += u64::from(contended);
-        Held
+        Held(PhantomData)
     }
 }
 
