@@ -11,8 +11,10 @@
 //! runs that many times in one process and the time printed is the mean of
 //! all runs but the first (what criterion's iterations measure: warm
 //! thread-locals and allocator); pointers:
-//! `recycler-sync-gc`, `recycler-sync-gc-thread`, `arc-leak`. Prints the
-//! nodes left alive at the end (0 for the collectors).
+//! `recycler-sync-gc`, `recycler-sync-gc-thread`, `arc-leak`, and for the
+//! hub `arc` (a `Weak` back edge: the request freed by counting, what
+//! freeing costs without a collector). Prints the nodes left alive at the
+//! end (0 for the collectors).
 
 use benches::heap::{Heap, SyncHeap};
 use benches::live;
@@ -23,19 +25,19 @@ use benches::workloads::{cycle_churn, threaded};
 
 fn usage() -> ! {
     eprintln!(
-        "usage: sync_profile hub <recycler-sync-gc|recycler-sync-gc-thread|arc-leak> <H> <requests>\n       \
+        "usage: sync_profile hub <recycler-sync-gc|recycler-sync-gc-thread|arc-leak|arc> <H> <requests>\n       \
          sync_profile churn <recycler-sync-gc|recycler-sync-gc-thread|arc-leak> <threads> <cycles> [runs]\n       \
          sync_profile random <recycler-sync-gc|recycler-sync-gc-thread|arc> <threads> <operations> [runs]"
     );
     std::process::exit(2);
 }
 
-fn hub_run<H: Heap>(h: usize, requests: usize, leak: bool) {
+fn hub_run<H: Heap>(h: usize, requests: usize, leak: bool, back: Back) {
     H::prepare();
     let root = hub::build_tree::<H>(h);
     let mut kept = Vec::with_capacity(if leak { requests } else { 0 });
     for _ in 0..requests {
-        let req = hub::request::<H>(&root, Back::Strong);
+        let req = hub::request::<H>(&root, back);
         if leak {
             kept.push(req);
         }
@@ -90,9 +92,12 @@ fn main() {
         usage()
     };
     match (work.as_str(), ptr.as_str()) {
-        ("hub", "recycler-sync-gc") => hub_run::<RecyclerSyncGc>(a, b, false),
-        ("hub", "recycler-sync-gc-thread") => hub_run::<RecyclerSyncGcThread>(a, b, false),
-        ("hub", "arc-leak") => hub_run::<StdArc>(a, b, true),
+        ("hub", "recycler-sync-gc") => hub_run::<RecyclerSyncGc>(a, b, false, Back::Strong),
+        ("hub", "recycler-sync-gc-thread") => {
+            hub_run::<RecyclerSyncGcThread>(a, b, false, Back::Strong)
+        }
+        ("hub", "arc-leak") => hub_run::<StdArc>(a, b, true, Back::Strong),
+        ("hub", "arc") => hub_run::<StdArc>(a, b, false, Back::Native),
         ("churn", "recycler-sync-gc") => churn_run::<RecyclerSyncGc>(a, b, false, repeat),
         ("churn", "recycler-sync-gc-thread") => churn_run::<RecyclerSyncGcThread>(a, b, false, repeat),
         ("churn", "arc-leak") => churn_run::<StdArc>(a, b, true, repeat),
