@@ -35,7 +35,9 @@
 //! decrement replaces (a load followed by a blind `fetch_add` loses roots
 //! when a collector drains the entry in between — loom found that); the first
 //! time the count drops to a non-zero value the same CAS marks the object
-//! buffered and the entry goes onto this thread's own buffer. Deref reads a
+//! buffered and the entry goes onto this thread's own buffer. The last
+//! release of an object that never had a `Weak` frees its memory after an
+//! acquire load of the weak count, without `Arc`'s second RMW. Deref reads a
 //! plain `bool` and touches no atomic. Types with
 //! [`Trace::MAY_CONTAIN_GC`](crate::Trace::MAY_CONTAIN_GC) `== false` are
 //! never buffered or traced. No mutator operation touches a lock or counter
@@ -82,7 +84,9 @@
 //! the collector lock, each under `catch_unwind`. A panicking `Trace` counts
 //! as a cell that could not be locked (the object is kept and buffered
 //! again) and is re-raised when the collection ends. Drops and collections use explicit work lists,
-//! never recursion proportional to the graph.
+//! never recursion proportional to the graph: a drop nested in another runs
+//! in place (as `Arc`'s) only within a 4 KiB stack budget of the outermost
+//! one, and is queued beyond it (`drops.rs`).
 //!
 //! # Unsized values
 //!
