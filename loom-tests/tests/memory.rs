@@ -35,8 +35,13 @@ fn weak_release_against_last_drop() {
 }
 
 /// The same against the collector: the `Weak` of a garbage cycle member is
-/// dropped (after a failed or successful upgrade) while another thread's
-/// collection frees the cycle.
+/// dropped (after a failed or successful upgrade, which reads the member's
+/// cell) while another thread's collection frees the cycle. Also the model
+/// of the Δ-test by loads for members with no `Weak` (`collector::claim`):
+/// planted bug found: the load path without the weak test (causality
+/// violation: the value dropped while the upgrader reads its cell). Not
+/// found at bound 3: the same loads made `Relaxed` (the ordering argument
+/// is in `claim`'s docs).
 #[test]
 fn weak_release_against_collection() {
     model(|| {
@@ -49,6 +54,7 @@ fn weak_release_against_collection() {
         let t = thread::spawn(move || {
             if let Some(a) = wa.upgrade() {
                 a.check();
+                assert_eq!(a.edges.lock().unwrap().len(), 1);
             }
             drop(wa);
         });

@@ -59,7 +59,10 @@
 //! validated: (Σ) lock every cell of the component at once, re-trace it and
 //! check that every member's snapshot count is exactly its in-degree inside
 //! the component plus the hold; (Δ) release the locks and CAS each member's
-//! word from `W` to `W | CLAIMED`; if every CAS succeeds, set `DOOMED`.
+//! word from `W` to `W | CLAIMED` (for a member that has no `Weak`, an
+//! acquire load of the weak count showing 1 and of the word showing `W`
+//! suffice: nothing can upgrade it, see `collector::claim`); if every CAS
+//! succeeds, set `DOOMED`.
 //! Any failure unclaims and re-buffers the component: it waits for a later
 //! collection (it may leak for a while; it is never freed early).
 //! Usually no re-trace is needed: the trace (root by root, each root's
