@@ -88,7 +88,8 @@ fn main() {
         [work, ptr, a, b, repeat] => (work, ptr, a, b, repeat.as_str()),
         _ => usage(),
     };
-    let (Ok(a), Ok(b), Ok(repeat)) = (a.parse::<usize>(), b.parse::<usize>(), repeat.parse()) else {
+    let (Ok(a), Ok(b), Ok(repeat)) = (a.parse::<usize>(), b.parse::<usize>(), repeat.parse())
+    else {
         usage()
     };
     match (work.as_str(), ptr.as_str()) {
@@ -99,7 +100,9 @@ fn main() {
         ("hub", "arc-leak") => hub_run::<StdArc>(a, b, true, Back::Strong),
         ("hub", "arc") => hub_run::<StdArc>(a, b, false, Back::Native),
         ("churn", "recycler-sync-gc") => churn_run::<RecyclerSyncGc>(a, b, false, repeat),
-        ("churn", "recycler-sync-gc-thread") => churn_run::<RecyclerSyncGcThread>(a, b, false, repeat),
+        ("churn", "recycler-sync-gc-thread") => {
+            churn_run::<RecyclerSyncGcThread>(a, b, false, repeat)
+        }
         ("churn", "arc-leak") => churn_run::<StdArc>(a, b, true, repeat),
         ("random", "recycler-sync-gc") => random_run::<RecyclerSyncGc>(a, b, repeat),
         ("random", "recycler-sync-gc-thread") => random_run::<RecyclerSyncGcThread>(a, b, repeat),

@@ -272,7 +272,8 @@ impl<T> Inner<T> {
         // are written before `assume_init`.
         unsafe {
             core::ptr::addr_of_mut!((*inner).header).write(Header::new(count, vtable));
-            core::ptr::addr_of_mut!((*inner).value).write(UnsafeCell::new(ManuallyDrop::new(value)));
+            core::ptr::addr_of_mut!((*inner).value)
+                .write(UnsafeCell::new(ManuallyDrop::new(value)));
             NonNull::from(Box::leak(boxed.assume_init()))
         }
     }
