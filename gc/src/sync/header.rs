@@ -266,15 +266,16 @@ impl<T> Inner<T> {
     /// width (a store-forwarding stall, visible in `perf` on the hub).
     #[inline]
     pub(crate) fn allocate(value: T, count: u64, vtable: &'static VTable) -> NonNull<Inner<T>> {
-        let mut boxed = Box::<Inner<T>>::new_uninit();
-        let inner = boxed.as_mut_ptr();
-        // SAFETY: `inner` points to memory for an `Inner<T>`; both fields
-        // are written before `assume_init`.
+        let boxed = Box::new(core::mem::MaybeUninit::<Inner<T>>::uninit());
+        let inner = Box::into_raw(boxed).cast::<Inner<T>>();
+        // SAFETY: `inner` points to a (non-null) `Box` allocation for an `Inner<T>`;
+        // both fields are written before it is used as one (and `dealloc`
+        // frees it as a `Box<Inner<T>>`, the same layout).
         unsafe {
             core::ptr::addr_of_mut!((*inner).header).write(Header::new(count, vtable));
             core::ptr::addr_of_mut!((*inner).value)
                 .write(UnsafeCell::new(ManuallyDrop::new(value)));
-            NonNull::from(Box::leak(boxed.assume_init()))
+            NonNull::new_unchecked(inner)
         }
     }
 
