@@ -40,7 +40,7 @@ fn weak_release_against_last_drop() {
 /// of the Δ-test by loads for members with no `Weak` (`collector::claim`):
 /// planted bug found: the load path without the weak test (causality
 /// violation: the value dropped while the upgrader reads its cell). Not
-/// found at bound 3: the same loads made `Relaxed` (the ordering argument
+/// found at bounds 3 and 5: the same loads made `Relaxed` (the ordering argument
 /// is in `claim`'s docs).
 #[test]
 fn weak_release_against_collection() {
