@@ -3,36 +3,27 @@
 //! collector has taken its holds or finished validating a component, and
 //! only dropping it matters.
 //!
-//! Guards are type-erased. One that fits in three words (`parking_lot`'s and
-//! `std`'s guards do) is stored inline with its drop function, so keeping a
-//! guard costs no allocation; a larger one is boxed.
+//! Guards are type-erased: each is stored in three words with its drop
+//! function (`parking_lot`'s and `std`'s guards fit; a larger one is boxed,
+//! and the box stored instead), so keeping a guard costs no allocation and
+//! releasing it is one indirect call.
 
 use core::mem::{align_of, size_of, MaybeUninit};
 
 /// Inline storage for one guard.
 type Slot = MaybeUninit<[usize; 3]>;
 
-/// One kept guard.
-enum Held {
-    /// A guard stored in place; `drop` drops it.
-    Inline {
-        data: Slot,
-        drop: unsafe fn(*mut Slot),
-    },
-    Boxed(#[allow(dead_code)] Box<dyn Erased>),
+/// One kept guard: `drop` drops the guard stored in `data`.
+struct Held {
+    data: Slot,
+    drop: unsafe fn(*mut Slot),
 }
-
-/// Any guard (only its destructor matters).
-trait Erased {}
-impl<T> Erased for T {}
 
 impl Drop for Held {
     fn drop(&mut self) {
-        if let Held::Inline { data, drop } = self {
-            // SAFETY: `data` holds a guard of the type `drop` was made for
-            // (written by `GuardSink::keep`), dropped exactly once, here.
-            unsafe { drop(data) };
-        }
+        // SAFETY: `data` holds a guard of the type `drop` was made for
+        // (written by `GuardSink::push`), dropped exactly once, here.
+        unsafe { (self.drop)(&mut self.data) };
     }
 }
 
@@ -43,6 +34,11 @@ impl Drop for Held {
 unsafe fn drop_inline<G>(slot: *mut Slot) {
     // SAFETY: per the contract.
     unsafe { core::ptr::drop_in_place(slot.cast::<G>()) }
+}
+
+/// Whether a `G` fits in a [`Slot`].
+const fn fits<G>() -> bool {
+    size_of::<G>() <= size_of::<Slot>() && align_of::<G>() <= align_of::<Slot>()
 }
 
 /// The guards kept by one trace or validation; dropping them (or `clear`)
@@ -57,23 +53,41 @@ impl GuardSink {
     ///
     /// # Safety
     /// Whatever `guard` borrows must stay alive and in place until then.
+    #[inline]
     pub(crate) unsafe fn keep<'g, G: 'g>(&mut self, guard: G) {
-        if size_of::<G>() <= size_of::<Slot>() && align_of::<G>() <= align_of::<Slot>() {
-            let mut data = Slot::uninit();
-            // SAFETY: `G` fits in `Slot` in size and alignment (checked
-            // above); the value is moved in and dropped by `drop_inline::<G>`.
-            // Its borrow is erased; the caller keeps it valid.
-            unsafe { data.as_mut_ptr().cast::<G>().write(guard) };
-            self.held.push(Held::Inline {
-                data,
-                drop: drop_inline::<G>,
-            });
+        if fits::<G>() {
+            // SAFETY: it fits; the caller keeps its borrow valid.
+            unsafe { self.push(guard) }
         } else {
-            let boxed: Box<dyn Erased + 'g> = Box::new(guard);
-            // SAFETY: only the trait object's lifetime bound changes (same
-            // layout and vtable); the caller keeps the borrow valid.
-            let boxed: Box<dyn Erased + 'static> = unsafe { core::mem::transmute(boxed) };
-            self.held.push(Held::Boxed(boxed));
+            // SAFETY: a box is one pointer; as above.
+            unsafe { self.push(Box::new(guard)) }
+        }
+    }
+
+    /// Stores `guard` in a new entry, writing it in place at its own size
+    /// (building a `Held` first and copying it reloaded the guard's freshly
+    /// stored fields 16 bytes at a time: a store-forwarding stall on every
+    /// cell the collector locked).
+    ///
+    /// # Safety
+    /// `G` fits in a [`Slot`]; whatever `guard` borrows stays alive and in
+    /// place until the entry is dropped (its lifetime is erased here).
+    #[inline(always)]
+    unsafe fn push<G>(&mut self, guard: G) {
+        debug_assert!(fits::<G>());
+        if self.held.len() == self.held.capacity() {
+            self.held.reserve(1);
+        }
+        // SAFETY: there is room for one more entry; both fields are written
+        // before the length covers it; `G` fits in `Slot` (the contract) and
+        // is dropped as a `G` by `drop_inline::<G>`.
+        unsafe {
+            let entry = self.held.as_mut_ptr().add(self.held.len());
+            core::ptr::addr_of_mut!((*entry).data)
+                .cast::<G>()
+                .write(guard);
+            core::ptr::addr_of_mut!((*entry).drop).write(drop_inline::<G>);
+            self.held.set_len(self.held.len() + 1);
         }
     }
 

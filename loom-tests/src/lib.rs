@@ -79,6 +79,19 @@
 //! |---|---|---|
 //! | `thread_exit_against_collector` | a thread hands its root buffer over at exit while the collector thread reads `stats` and collects | handing the buffer over outside the registry lock (`stats` sees a buffered root nowhere) |
 //!
+//! Memory (tests/memory.rs): each release of a weak reference reads, and
+//! the free writes, a loom-tracked stand-in for the allocation
+//! (`MemoryTrack` in `gc/src/sync/prim.rs`; loom does not track a `Box`'s
+//! memory itself), so a free not ordered after another thread's last use is
+//! a causality violation; and every model's `Node` writes its cell when it
+//! is dropped, so a value dropped before another thread's last access to
+//! it is one too.
+//!
+//! | model | race | planted bug found |
+//! |---|---|---|
+//! | `weak_release_against_last_drop` | a `Weak` dropped while the last strong handle drops: whichever release sees `weak == 1` frees, without an RMW when an acquire load shows it | the shortcut's load `Relaxed` (causality violation on the memory) |
+//! | `weak_release_against_collection` | the same while a collection frees the object's cycle; the upgrader reads the cell; also the Δ-test by loads of a member with no `Weak` (`collector::claim`) | the shortcut's load `Relaxed`; `claim`'s load path without the weak test (both causality violations) |
+//!
 //! The models' cells are a CAS spin lock (`support::SpinLock`), not
 //! `loom::sync::Mutex`, whose `try_lock` loom treats as blocking (see its
 //! docs).

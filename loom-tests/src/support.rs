@@ -37,6 +37,13 @@ pub struct Guard<'a, T> {
 }
 
 impl<T> SpinLock<T> {
+    /// Records a write to the value through `&mut self` (no lock taken), as
+    /// its drop does: loom reports it if an access through a guard on
+    /// another thread is not ordered before it.
+    pub fn touch_mut(&mut self) {
+        self.value.with_mut(|_| ());
+    }
+
     /// An unlocked lock.
     pub fn new(value: T) -> Self {
         SpinLock {
@@ -215,6 +222,9 @@ impl Node {
 
 impl Drop for Node {
     fn drop(&mut self) {
+        // Dropping the value writes its cell: every mutator's access to it
+        // must happen before (loom checks it).
+        self.edges.touch_mut();
         let before = self.book.drops[self.id].fetch_add(1, SeqCst);
         assert_eq!(before, 0, "object {} dropped twice", self.id);
     }

@@ -7,9 +7,14 @@
 //! Workloads: `hub <pointer> <H> <requests>` (one thread),
 //! `churn <pointer> <threads> <cycles per thread>` and
 //! `random <pointer> <threads> <operations>` (the threaded random
-//! operations); pointers:
-//! `recycler-sync-gc`, `recycler-sync-gc-thread`, `arc-leak`. Prints the
-//! nodes left alive at the end (0 for the collectors).
+//! operations), each with an optional last argument `<runs>`: the workload
+//! runs that many times in one process and the time printed is the mean of
+//! all runs but the first (what criterion's iterations measure: warm
+//! thread-locals and allocator); pointers:
+//! `recycler-sync-gc`, `recycler-sync-gc-thread`, `arc-leak`, and for the
+//! hub `arc` (a `Weak` back edge: the request freed by counting, what
+//! freeing costs without a collector). Prints the nodes left alive at the
+//! end (0 for the collectors).
 
 use benches::heap::{Heap, SyncHeap};
 use benches::live;
@@ -20,19 +25,19 @@ use benches::workloads::{cycle_churn, threaded};
 
 fn usage() -> ! {
     eprintln!(
-        "usage: sync_profile hub <recycler-sync-gc|recycler-sync-gc-thread|arc-leak> <H> <requests>\n       \
-         sync_profile churn <recycler-sync-gc|recycler-sync-gc-thread|arc-leak> <threads> <cycles>\n       \
-         sync_profile random <recycler-sync-gc|recycler-sync-gc-thread|arc> <threads> <operations>"
+        "usage: sync_profile hub <recycler-sync-gc|recycler-sync-gc-thread|arc-leak|arc> <H> <requests>\n       \
+         sync_profile churn <recycler-sync-gc|recycler-sync-gc-thread|arc-leak> <threads> <cycles> [runs]\n       \
+         sync_profile random <recycler-sync-gc|recycler-sync-gc-thread|arc> <threads> <operations> [runs]"
     );
     std::process::exit(2);
 }
 
-fn hub_run<H: Heap>(h: usize, requests: usize, leak: bool) {
+fn hub_run<H: Heap>(h: usize, requests: usize, leak: bool, back: Back) {
     H::prepare();
     let root = hub::build_tree::<H>(h);
     let mut kept = Vec::with_capacity(if leak { requests } else { 0 });
     for _ in 0..requests {
-        let req = hub::request::<H>(&root, Back::Strong);
+        let req = hub::request::<H>(&root, back);
         if leak {
             kept.push(req);
         }
@@ -42,9 +47,17 @@ fn hub_run<H: Heap>(h: usize, requests: usize, leak: bool) {
     H::collect();
 }
 
-fn churn_run<H: SyncHeap>(threads: usize, n: usize, leak: bool) {
+fn churn_run<H: SyncHeap>(threads: usize, n: usize, leak: bool, repeat: usize) {
     H::prepare();
-    let t = cycle_churn::run::<H>(threads, n, leak);
+    let mut t = cycle_churn::run::<H>(threads, n, leak);
+    if repeat > 1 {
+        // As criterion's iterations: the first run warms up (thread-locals,
+        // the allocator's arenas), the others are timed.
+        t = (1..repeat)
+            .map(|_| cycle_churn::run::<H>(threads, n, leak))
+            .sum::<std::time::Duration>()
+            / (repeat - 1) as u32;
+    }
     let s = recycler::sync::stats();
     eprintln!(
         "{:.1} ns per cycle; sync collections {} (minor {}), {:.0} objects traced per collection",
@@ -55,31 +68,45 @@ fn churn_run<H: SyncHeap>(threads: usize, n: usize, leak: bool) {
     );
 }
 
-fn random_run<H: SyncHeap>(threads: usize, ops: usize) {
+fn random_run<H: SyncHeap>(threads: usize, ops: usize, repeat: usize) {
     H::prepare();
-    let t = threaded::run::<H>(threaded::roots::<H>(threads), threads, ops);
+    let mut t = threaded::run::<H>(threaded::roots::<H>(threads), threads, ops);
+    if repeat > 1 {
+        t = (1..repeat)
+            .map(|_| threaded::run::<H>(threaded::roots::<H>(threads), threads, ops))
+            .sum::<std::time::Duration>()
+            / (repeat - 1) as u32;
+    }
     H::collect();
     eprintln!("{:.1} ms", t.as_secs_f64() * 1e3);
 }
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let [work, ptr, a, b] = &args[..] else {
-        usage()
+    let (work, ptr, a, b, repeat) = match &args[..] {
+        [work, ptr, a, b] => (work, ptr, a, b, "1"),
+        [work, ptr, a, b, repeat] => (work, ptr, a, b, repeat.as_str()),
+        _ => usage(),
     };
-    let (Ok(a), Ok(b)) = (a.parse::<usize>(), b.parse::<usize>()) else {
+    let (Ok(a), Ok(b), Ok(repeat)) = (a.parse::<usize>(), b.parse::<usize>(), repeat.parse())
+    else {
         usage()
     };
     match (work.as_str(), ptr.as_str()) {
-        ("hub", "recycler-sync-gc") => hub_run::<RecyclerSyncGc>(a, b, false),
-        ("hub", "recycler-sync-gc-thread") => hub_run::<RecyclerSyncGcThread>(a, b, false),
-        ("hub", "arc-leak") => hub_run::<StdArc>(a, b, true),
-        ("churn", "recycler-sync-gc") => churn_run::<RecyclerSyncGc>(a, b, false),
-        ("churn", "recycler-sync-gc-thread") => churn_run::<RecyclerSyncGcThread>(a, b, false),
-        ("churn", "arc-leak") => churn_run::<StdArc>(a, b, true),
-        ("random", "recycler-sync-gc") => random_run::<RecyclerSyncGc>(a, b),
-        ("random", "recycler-sync-gc-thread") => random_run::<RecyclerSyncGcThread>(a, b),
-        ("random", "arc") => random_run::<StdArc>(a, b),
+        ("hub", "recycler-sync-gc") => hub_run::<RecyclerSyncGc>(a, b, false, Back::Strong),
+        ("hub", "recycler-sync-gc-thread") => {
+            hub_run::<RecyclerSyncGcThread>(a, b, false, Back::Strong)
+        }
+        ("hub", "arc-leak") => hub_run::<StdArc>(a, b, true, Back::Strong),
+        ("hub", "arc") => hub_run::<StdArc>(a, b, false, Back::Native),
+        ("churn", "recycler-sync-gc") => churn_run::<RecyclerSyncGc>(a, b, false, repeat),
+        ("churn", "recycler-sync-gc-thread") => {
+            churn_run::<RecyclerSyncGcThread>(a, b, false, repeat)
+        }
+        ("churn", "arc-leak") => churn_run::<StdArc>(a, b, true, repeat),
+        ("random", "recycler-sync-gc") => random_run::<RecyclerSyncGc>(a, b, repeat),
+        ("random", "recycler-sync-gc-thread") => random_run::<RecyclerSyncGcThread>(a, b, repeat),
+        ("random", "arc") => random_run::<StdArc>(a, b, repeat),
         _ => usage(),
     }
     println!("alive at the end: {}", live::alive());

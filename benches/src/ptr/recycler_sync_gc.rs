@@ -24,12 +24,22 @@ pub struct PairNode {
     _live: Live,
 }
 
-/// Graph node (also the node of the threaded workload).
+/// Graph node.
 #[derive(Trace)]
 pub struct GraphNode {
     _label: String,
     edges: Mutex<Vec<Gc<GraphNode>>>,
     back: Mutex<Option<Gc<GraphNode>>>,
+    #[trace(skip)]
+    _live: Live,
+}
+
+/// Node of the threaded workloads (random operations, cycle churn): one
+/// locked edge list, the shape of `std_arc::SyncNode` (dumpster's
+/// `Multiref`), so that both sides allocate, lock and drop the same fields.
+#[derive(Trace)]
+pub struct SyncNode {
+    edges: Mutex<Vec<Gc<SyncNode>>>,
     #[trace(skip)]
     _live: Live,
 }
@@ -65,12 +75,15 @@ macro_rules! recycler_sync_heap {
 
         impl SyncHeap for $marker {
             const NAME: &'static str = $name;
-            type Node = Gc<GraphNode>;
+            type Node = Gc<SyncNode>;
             fn node() -> Self::Node {
-                <Self as Heap>::graph(String::new())
+                Gc::new(SyncNode {
+                    edges: Mutex::new(Vec::new()),
+                    _live: Live::new(),
+                })
             }
             fn with_edges<R>(n: &Self::Node, f: impl FnOnce(&mut Vec<Self::Node>) -> R) -> R {
-                <Self as Heap>::with_edges(n, f)
+                f(&mut n.edges.lock().unwrap())
             }
             fn collect() {
                 recycler::sync::collect();

@@ -40,7 +40,8 @@
 //!    cells locked, each member's snapshot count is exactly its in-degree
 //!    from the members' cells (plus the hold); the Δ-test: CAS every
 //!    member's word from `W` to `W | CLAIMED` (no clone, drop, upgrade or
-//!    buffering since its snapshot, which covers t*); if all succeed, set
+//!    buffering since its snapshot, which covers t*; for a member with no
+//!    `Weak`, loads instead of the CAS, see `claim`); if all succeed, set
 //!    `DOOMED`. Together they prove that at t* every handle to a member was
 //!    in a member's cell, and that none was made since: nothing outside can
 //!    reach the members.
@@ -699,13 +700,7 @@ fn claim_pinned(w: &mut Work, last_window: u32) -> bool {
         if w.nodes[i].live {
             continue;
         }
-        let node = &w.nodes[i];
-        // SAFETY: held.
-        let word = &unsafe { node.header.as_ref() }.word;
-        if word
-            .compare_exchange(node.word, node.word | CLAIMED, AcqRel, Acquire)
-            .is_err()
-        {
+        if !claim(&w.nodes[i]) {
             for &undo in &w.doomed {
                 // SAFETY: held.
                 unsafe { w.nodes[undo as usize].header.as_ref() }
@@ -721,6 +716,44 @@ fn claim_pinned(w: &mut Work, last_window: u32) -> bool {
         doom(&w.nodes[m as usize]);
     }
     true
+}
+
+/// The Δ-test of one member: its word is still its snapshot, and no
+/// `Weak::upgrade` can reach it from now on. Returns `false` if the word
+/// changed.
+///
+/// Usually a CAS from the snapshot `W` to `W | CLAIMED`: an upgrade before
+/// it changed the word (the CAS fails), one after it waits while `CLAIMED`
+/// is set. For a member with no `Weak` (an acquire load shows `weak == 1`:
+/// only the reference the strong side shares) a load of the word equal to
+/// `W` suffices, without an RMW:
+///
+/// - no upgrade can come later: a `Weak` is made from a strong handle or a
+///   `Weak`, and by the Σ-test no strong handle outside the members existed
+///   at t*, nor since (any clone, drop or upgrade changes the word, and the
+///   word is `W`); so no `Weak` can appear, and there is none now;
+/// - none came earlier unseen: a `Weak` dropped before our weak load
+///   released it (a `Release` RMW our `Acquire` load reads from), so its
+///   upgrades happen-before our word load, which would see their counter;
+/// - the value's last uses by mutators happen-before our hold's RMW (it
+///   acquired every release of the word), which wrote `W`: the CAS added no
+///   ordering the load lacks.
+///
+/// From then on no other thread writes the word, as after a successful CAS
+/// (`doom` stores into it). If another member fails, `fetch_and(!CLAIMED)`
+/// on this one changes nothing. Loom models `upgrade_against_doom`,
+/// `weak_release_against_collection` (planted bug found: the load path
+/// without the weak test, an upgrade between the load and the doom).
+fn claim(node: &Node) -> bool {
+    // SAFETY: held.
+    let header = unsafe { node.header.as_ref() };
+    if header.weak.load(Acquire) == 1 && header.word.load(Acquire) == node.word {
+        return true;
+    }
+    header
+        .word
+        .compare_exchange(node.word, node.word | CLAIMED, AcqRel, Acquire)
+        .is_ok()
 }
 
 /// Whether node `i` is candidate garbage with an edge to candidate garbage
@@ -933,13 +966,7 @@ fn delta_test(w: &mut Work, a: usize, b: usize) -> bool {
     // Δ-test: no clone, drop, upgrade or buffering happened on any member
     // since its snapshot, which covers t*.
     for k in a..b {
-        let node = &w.nodes[w.members[k] as usize];
-        // SAFETY: held.
-        let word = &unsafe { node.header.as_ref() }.word;
-        if word
-            .compare_exchange(node.word, node.word | CLAIMED, AcqRel, Acquire)
-            .is_err()
-        {
+        if !claim(&w.nodes[w.members[k] as usize]) {
             for &undo in &w.members[a..k] {
                 // SAFETY: held.
                 unsafe { w.nodes[undo as usize].header.as_ref() }

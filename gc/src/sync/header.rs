@@ -33,7 +33,10 @@
 //! whichever RMW reaches the state "count == 0, not `BUFFERED`, value gone":
 //! the last strong release (after dropping the value), or the collector
 //! draining the entry, whichever comes last ([`Header::finish_value`],
-//! [`Header::drain`]). Memory is freed when `weak` reaches zero.
+//! [`Header::drain`]). Memory is freed when `weak` reaches zero, or, with
+//! no read-modify-write at all, when the releasing thread's acquire load
+//! shows `weak == 1`: its reference is the last one and no other can be
+//! made ([`Header::release_weak`]).
 //!
 //! After a release RMW that reaches zero, the acquiring side is an acquire
 //! *load* of the same atomic (it reads the value of that RMW, which belongs
@@ -46,7 +49,7 @@ use core::mem::ManuallyDrop;
 use core::ptr::NonNull;
 use core::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
 
-use super::prim::{spin_wait, AtomicU64, AtomicUsize, CollectorCell, DeadFlag};
+use super::prim::{spin_wait, AtomicU64, AtomicUsize, CollectorCell, DeadFlag, MemoryTrack};
 use crate::trace::Tracer;
 
 /// One strong reference.
@@ -131,6 +134,8 @@ pub(crate) struct Header {
     pub(crate) slot: GraphSlot,
     pub(crate) dead: DeadFlag,
     pub(crate) generation: Generation,
+    /// Zero-sized; loom's stand-in for the memory (see `prim.rs`).
+    memory: MemoryTrack,
 }
 
 /// Where the running collection keeps an object's node index, so that
@@ -247,18 +252,31 @@ impl Header {
             slot: GraphSlot::new(),
             dead: DeadFlag::new(),
             generation: Generation::new(),
+            memory: MemoryTrack::default(),
         }
     }
 }
 
 impl<T> Inner<T> {
     /// Allocates an object with `count` strong references and one weak.
+    ///
+    /// Written field by field into the new allocation: `Box::new(Inner {
+    /// .. })` assembled the whole object on the stack first and copied it
+    /// with 16-byte moves, each reloading fields just stored at another
+    /// width (a store-forwarding stall, visible in `perf` on the hub).
+    #[inline]
     pub(crate) fn allocate(value: T, count: u64, vtable: &'static VTable) -> NonNull<Inner<T>> {
-        let boxed = Box::new(Inner {
-            header: Header::new(count, vtable),
-            value: UnsafeCell::new(ManuallyDrop::new(value)),
-        });
-        NonNull::from(Box::leak(boxed))
+        let boxed = Box::new(core::mem::MaybeUninit::<Inner<T>>::uninit());
+        let inner = Box::into_raw(boxed).cast::<Inner<T>>();
+        // SAFETY: `inner` points to a (non-null) `Box` allocation for an `Inner<T>`;
+        // both fields are written before it is used as one (and `dealloc`
+        // frees it as a `Box<Inner<T>>`, the same layout).
+        unsafe {
+            core::ptr::addr_of_mut!((*inner).header).write(Header::new(count, vtable));
+            core::ptr::addr_of_mut!((*inner).value)
+                .write(UnsafeCell::new(ManuallyDrop::new(value)));
+            NonNull::new_unchecked(inner)
+        }
     }
 
     /// `drop_value` of the vtable.
@@ -460,13 +478,45 @@ impl Header {
 
     /// Drops one weak reference; frees the memory if it was the last.
     ///
+    /// When a load already shows `weak == 1`, ours is the last reference and
+    /// the memory is freed without a read-modify-write (the common case: an
+    /// object that never had a `Weak` frees with one atomic RMW fewer than
+    /// `Arc`). That reading cannot be stale or change afterwards:
+    ///
+    /// - *Nobody can add a reference.* A weak reference is made from a
+    ///   strong handle (`downgrade`, `get_mut`'s lock) or from a `Weak`
+    ///   (clone, upgrade). A `Weak` counts one, so with `weak == 1` and ours
+    ///   being that one, none exists; and the strong handles share one weak
+    ///   reference, so either that one is ours (the count is zero, for good)
+    ///   or it was released (the count reached zero before). So 1 is final.
+    /// - *We read the final 1, not an earlier one.* Every other reference was
+    ///   made by an increment that happens-before our ownership of this one
+    ///   (it was made from a handle whose drop, or whose hand-over to us,
+    ///   we acquired), so coherence forbids reading a value older than that
+    ///   increment; the only 1 after it is written by the release of the
+    ///   last other reference.
+    /// - *Its uses of the memory happen-before the free.* That release is a
+    ///   `Release` RMW (heading a release sequence), read by our `Acquire`
+    ///   load: the same edge the `Acquire` load after a `fetch_sub` gives.
+    ///
+    /// Loom model `weak_release_against_last_drop` (planted bug: a
+    /// `Relaxed` load, a causality violation on the memory).
+    ///
     /// # Safety
     /// The caller owns one weak reference, which this consumes.
     pub(crate) unsafe fn release_weak(this: NonNull<Header>) {
         // SAFETY: our weak reference keeps the header alive.
         let header = unsafe { this.as_ref() };
-        if header.weak.fetch_sub(1, Release) == 1 {
-            let _ = header.weak.load(Acquire);
+        header.memory.used();
+        let last = header.weak.load(Acquire) == 1 || {
+            let last = header.weak.fetch_sub(1, Release) == 1;
+            if last {
+                let _ = header.weak.load(Acquire);
+            }
+            last
+        };
+        if last {
+            header.memory.freed();
             let dealloc = header.vtable.dealloc;
             // SAFETY: no strong, weak or entry reference remains.
             unsafe { dealloc(this) };

@@ -35,7 +35,9 @@
 //! decrement replaces (a load followed by a blind `fetch_add` loses roots
 //! when a collector drains the entry in between — loom found that); the first
 //! time the count drops to a non-zero value the same CAS marks the object
-//! buffered and the entry goes onto this thread's own buffer. Deref reads a
+//! buffered and the entry goes onto this thread's own buffer. The last
+//! release of an object that never had a `Weak` frees its memory after an
+//! acquire load of the weak count, without `Arc`'s second RMW. Deref reads a
 //! plain `bool` and touches no atomic. Types with
 //! [`Trace::MAY_CONTAIN_GC`](crate::Trace::MAY_CONTAIN_GC) `== false` are
 //! never buffered or traced. No mutator operation touches a lock or counter
@@ -57,7 +59,10 @@
 //! validated: (Σ) lock every cell of the component at once, re-trace it and
 //! check that every member's snapshot count is exactly its in-degree inside
 //! the component plus the hold; (Δ) release the locks and CAS each member's
-//! word from `W` to `W | CLAIMED`; if every CAS succeeds, set `DOOMED`.
+//! word from `W` to `W | CLAIMED` (for a member that has no `Weak`, an
+//! acquire load of the weak count showing 1 and of the word showing `W`
+//! suffice: nothing can upgrade it, see `collector::claim`); if every CAS
+//! succeeds, set `DOOMED`.
 //! Any failure unclaims and re-buffers the component: it waits for a later
 //! collection (it may leak for a while; it is never freed early).
 //! Usually no re-trace is needed: the trace (root by root, each root's
@@ -82,7 +87,9 @@
 //! the collector lock, each under `catch_unwind`. A panicking `Trace` counts
 //! as a cell that could not be locked (the object is kept and buffered
 //! again) and is re-raised when the collection ends. Drops and collections use explicit work lists,
-//! never recursion proportional to the graph.
+//! never recursion proportional to the graph: a drop nested in another runs
+//! in place (as `Arc`'s) only within a 4 KiB stack budget of the outermost
+//! one, and is queued beyond it (`drops.rs`).
 //!
 //! # Unsized values
 //!

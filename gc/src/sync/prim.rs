@@ -168,3 +168,31 @@ impl<T: Copy> CollectorCell<T> {
         self.cell.with_mut(|p| unsafe { *p = value })
     }
 }
+
+/// The allocation's memory as loom sees it: nothing outside loom (a
+/// zero-sized field). Under loom, a tracked cell that every release of a
+/// weak reference reads (the releasing thread used the allocation) and the
+/// free writes, so a model in which a free is not ordered after every other
+/// thread's last use of the memory fails with a causality violation (loom
+/// does not track the memory of a `Box` itself).
+#[derive(Debug, Default)]
+pub(crate) struct MemoryTrack {
+    #[cfg(loom)]
+    cell: loom::cell::UnsafeCell<()>,
+}
+
+impl MemoryTrack {
+    /// This thread has used the allocation (before releasing its reference).
+    #[inline(always)]
+    pub(crate) fn used(&self) {
+        #[cfg(loom)]
+        self.cell.with(|_| ());
+    }
+
+    /// The allocation is being freed.
+    #[inline(always)]
+    pub(crate) fn freed(&self) {
+        #[cfg(loom)]
+        self.cell.with_mut(|_| ());
+    }
+}

@@ -11,8 +11,12 @@ macro_rules! shared_pointer {
         impl<T: $($new)*> $Strong<T> {
             /// Allocates `value` with a strong count of one.
             pub fn new(value: T) -> Self {
+                // The value goes to the heap first: counting first made the
+                // call spill it, and copying it twice (stalling on the
+                // reload of its freshly stored fields).
+                let ptr = $crate::sync::header::Inner::allocate(value, 1, $vtable);
                 $crate::sync::state::count_allocated();
-                $Strong::from_inner($crate::sync::header::Inner::allocate(value, 1, $vtable))
+                $Strong::from_inner(ptr)
             }
 
             /// Allocates a value built by `f`, which receives a weak handle to
