@@ -6,7 +6,7 @@ use std::sync::Mutex;
 use dumpster::sync::Gc;
 use dumpster::Trace;
 
-use crate::heap::{Heap, SyncHeap};
+use crate::heap::SyncHeap;
 use crate::live::Live;
 
 /// Marker for `dumpster::sync::Gc`.
@@ -21,12 +21,22 @@ pub struct PairNode {
     _live: Live,
 }
 
-/// Graph node (also the node of the threaded workload).
+/// Graph node.
 #[derive(Trace)]
 pub struct GraphNode {
     _label: String,
     edges: Mutex<Vec<Gc<GraphNode>>>,
     back: Mutex<Option<Gc<GraphNode>>>,
+    _live: Live,
+}
+
+/// Node of the threaded workloads (random operations, cycle churn): one
+/// locked edge list, the shape of `std_arc::SyncNode` (dumpster's own
+/// `Multiref`), so that every pointer allocates, locks and drops the same
+/// fields.
+#[derive(Trace)]
+pub struct SyncNode {
+    edges: Mutex<Vec<Gc<SyncNode>>>,
     _live: Live,
 }
 
@@ -39,12 +49,15 @@ strong_back_heap!(
 
 impl SyncHeap for DumpsterSync {
     const NAME: &'static str = "dumpster-sync";
-    type Node = Gc<GraphNode>;
+    type Node = Gc<SyncNode>;
     fn node() -> Self::Node {
-        <Self as Heap>::graph(String::new())
+        Gc::new(SyncNode {
+            edges: Mutex::new(Vec::new()),
+            _live: Live::new(),
+        })
     }
     fn with_edges<R>(n: &Self::Node, f: impl FnOnce(&mut Vec<Self::Node>) -> R) -> R {
-        <Self as Heap>::with_edges(n, f)
+        f(&mut n.edges.lock().unwrap())
     }
     fn collect() {
         dumpster::sync::collect();
