@@ -42,6 +42,7 @@
 //! inline in the drop glue that owns it, everything after it is out of line
 //! (`Strong::drop_slow`, as `std::rc::Rc::drop_slow`).
 
+use core::alloc::Layout;
 use core::cell::{Cell, UnsafeCell};
 use core::mem::{align_of, size_of, MaybeUninit};
 use core::ptr::NonNull;
@@ -448,4 +449,149 @@ fn as_drainer<R>(f: impl FnOnce() -> R) -> R {
         panic::resume_unwind(payload);
     }
     result
+}
+
+// Deferred frees.
+//
+// A collection frees its garbage in one go: dozens of objects of a few
+// sizes, while glibc's per-thread cache holds 7 chunks of each size. The
+// rest overflow into its fastbins and unsorted bins, whose chunks the next
+// large allocation consolidates, and the next allocations of those sizes
+// then take the slow path. The memory of a collected object is therefore
+// not freed when its last reference goes but kept on a short per-thread
+// list, and each allocation of a candidate frees one entry: the frees are
+// spread over the allocations that follow, about one per allocation of the
+// kind the garbage was made of, and each goes through the allocator's fast
+// path, as the frees of counting do. This is no allocator of ours: the
+// memory goes back to the global allocator, only later. At most
+// `DEFERRED_MAX` entries wait, each no larger than `DEFERRED_SIZE` bytes
+// (larger chunks bypass the cache anyway); beyond that, memory is freed at
+// once. An explicit collection frees the list at its end, and so does the
+// thread's exit.
+
+/// The most allocations that wait to be freed.
+const DEFERRED_MAX: usize = 64;
+
+/// The largest allocation whose free is deferred (glibc's per-thread cache
+/// takes chunks up to 1032 bytes).
+const DEFERRED_SIZE: usize = 1024;
+
+/// One allocation waiting to be freed.
+type Pending = (NonNull<u8>, Layout);
+
+/// Allocations waiting to be freed: `list[..len]`, `len <= limit <=
+/// DEFERRED_MAX`. A plain array in a thread-local without destructor, so
+/// that keeping and freeing an entry cost a few loads and stores;
+/// [`DeferredExit`] frees what is left when the thread exits. Only the
+/// functions below touch it, and they run no user code, so no two borrows
+/// of it ever overlap.
+struct Deferred {
+    len: Cell<usize>,
+    /// `DEFERRED_MAX` once this thread registered [`DEFERRED_EXIT`]; zero
+    /// before (the first free registers it) and after it ran.
+    limit: Cell<usize>,
+    /// [`DEFERRED_EXIT`] ran: the thread is exiting, free at once.
+    exited: Cell<bool>,
+    list: UnsafeCell<[MaybeUninit<Pending>; DEFERRED_MAX]>,
+}
+
+/// Frees the deferred allocations when the thread exits.
+struct DeferredExit;
+
+impl Drop for DeferredExit {
+    fn drop(&mut self) {
+        free_all_deferred();
+        DEFERRED.with(|d| {
+            d.limit.set(0);
+            d.exited.set(true);
+        });
+    }
+}
+
+thread_local! {
+    static DEFERRED: Deferred = const {
+        Deferred {
+            len: Cell::new(0),
+            limit: Cell::new(0),
+            exited: Cell::new(false),
+            list: UnsafeCell::new([MaybeUninit::uninit(); DEFERRED_MAX]),
+        }
+    };
+    static DEFERRED_EXIT: DeferredExit = const { DeferredExit };
+}
+
+/// Frees the memory at `base`, allocated by the global allocator with
+/// `layout`, now or at one of the next allocations.
+///
+/// # Safety
+/// Nothing references the memory any more; it is freed once.
+#[inline]
+pub(crate) unsafe fn free_later(base: NonNull<u8>, layout: Layout) {
+    if layout.size() <= DEFERRED_SIZE {
+        let kept = DEFERRED.with(|d| {
+            let len = d.len.get();
+            if len < d.limit.get() {
+                // SAFETY: `len < limit <= DEFERRED_MAX`; see `Deferred` for
+                // the borrow.
+                unsafe { (*d.list.get()).get_unchecked_mut(len).write((base, layout)) };
+                d.len.set(len + 1);
+                true
+            } else {
+                d.limit.get() == 0 && !d.exited.get() && register(d)
+            }
+        });
+        if kept {
+            return;
+        }
+    }
+    // SAFETY: guaranteed by the caller.
+    unsafe { std::alloc::dealloc(base.as_ptr(), layout) }
+}
+
+/// Registers the thread-exit destructor ([`DEFERRED_EXIT`]), which opens the
+/// list (the free that asks is done at once); false.
+#[cold]
+#[inline(never)]
+fn register(d: &Deferred) -> bool {
+    if DEFERRED_EXIT.try_with(|_| ()).is_err() {
+        d.exited.set(true);
+        return false;
+    }
+    d.limit.set(DEFERRED_MAX);
+    false
+}
+
+/// Called after each allocation of a candidate: frees one deferred
+/// allocation, if any waits.
+#[inline]
+pub(crate) fn after_allocation() {
+    DEFERRED.with(|d| {
+        if d.len.get() != 0 {
+            free_newest(d);
+        }
+    })
+}
+
+/// Frees the newest deferred allocation; there is one.
+#[inline(never)]
+fn free_newest(d: &Deferred) {
+    let len = d.len.get() - 1;
+    d.len.set(len);
+    // SAFETY: `len < DEFERRED_MAX`, and the entry was written by
+    // `free_later` and leaves the list here: nothing references its memory,
+    // allocated with `layout`.
+    unsafe {
+        let (base, layout) = (*d.list.get()).get_unchecked(len).assume_init();
+        std::alloc::dealloc(base.as_ptr(), layout)
+    }
+}
+
+/// Frees every deferred allocation (at the end of an explicit collection,
+/// and when the thread exits).
+pub(crate) fn free_all_deferred() {
+    DEFERRED.with(|d| {
+        while d.len.get() != 0 {
+            free_newest(d);
+        }
+    })
 }

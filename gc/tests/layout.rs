@@ -154,3 +154,37 @@ fn weak_cyclic_unwrap_and_collection_free_what_they_allocated() {
     let (sizes, left) = sizes(cycle);
     assert_eq!((sizes.len(), left), (2, 0));
 }
+
+/// The memory of objects freed by automatic collections goes back to the
+/// allocator at the next allocations (at most a few dozen wait), and all of
+/// it by an explicit `collect()`; every free has its allocation's layout.
+#[test]
+fn deferred_frees_are_bounded_and_returned_by_collect() {
+    let churn = |n: usize| {
+        for _ in 0..n {
+            let a = Gc::new(Node::default());
+            let b = Gc::new(Node::default());
+            *a.next.borrow_mut() = Some(b.clone());
+            *b.next.borrow_mut() = Some(a);
+        }
+    };
+    let n = if cfg!(miri) { 300 } else { 20_000 };
+    // Warm up the collector's buffers, which it keeps.
+    churn(n);
+    recycler::collect();
+    let before = recycler::stats().freed_by_collector;
+    let (_, left) = sizes(|| {
+        churn(n);
+        let collected = recycler::stats().freed_by_collector - before;
+        assert!(collected > 0, "automatic collections ran");
+        recycler::collect();
+    });
+    assert_eq!(left, 0);
+    // While automatic collections run, what waits to be freed stays
+    // bounded: the garbage not collected yet (the roots of a collection or
+    // two) plus at most 64 deferred frees, whatever the number of cycles.
+    let node = std::mem::size_of::<usize>() as isize * 3 + 16;
+    let (_, left) = sizes(|| churn(n));
+    assert!(left < 4096 * node, "{left} bytes outstanding");
+    recycler::collect();
+}

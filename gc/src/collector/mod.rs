@@ -471,9 +471,9 @@ pub(crate) unsafe fn release(object: Object) {
     if flags == DEAD {
         // The last handle to a member of a collected cycle (the common case
         // while the collector drops a garbage cycle's values): the value is
-        // gone and counted; free the memory.
+        // gone and counted; free the memory (deferred, see `drop_queue`).
         // SAFETY: strong is zero and the value is gone.
-        return unsafe { header::release_weak_object(object) };
+        return unsafe { header::release_weak_dead(object) };
     }
     if flags != 0 {
         // SAFETY: forwarded.
@@ -529,7 +529,7 @@ unsafe fn release_flagged(object: Object) {
     if h.has(DEAD) {
         // The collector dropped the value and counted it; free the memory.
         // SAFETY: strong is zero and the value is gone.
-        unsafe { header::release_weak_object(object) };
+        unsafe { header::release_weak_dead(object) };
         return;
     }
     // SAFETY: now unflagged; `release` handles it as an ordinary object.
@@ -703,7 +703,7 @@ unsafe fn release_hold(object: Object) {
     h.set_strong(strong);
     if strong == 0 {
         // SAFETY: no handle remains and the value is dropped.
-        unsafe { header::release_weak_object(object) };
+        unsafe { header::release_weak_dead(object) };
     }
 }
 
@@ -735,6 +735,8 @@ unsafe fn release_hold(object: Object) {
 /// ```
 pub fn collect() {
     run(Kind::Full, false);
+    // Memory kept for the next allocations (see `drop_queue`) goes back now.
+    drop_queue::free_all_deferred();
 }
 
 /// Runs a minor collection now: the young generation only, as the default
@@ -742,6 +744,7 @@ pub fn collect() {
 /// collection.
 pub fn collect_minor() {
     run(Kind::Minor, false);
+    drop_queue::free_all_deferred();
 }
 
 /// This thread's collector statistics.
