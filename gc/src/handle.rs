@@ -321,27 +321,13 @@ impl<T: ?Sized + Pointee, const COLLECT: bool> Strong<T, COLLECT> {
     #[inline(never)]
     unsafe fn drop_slow(&mut self) {
         let candidate = self.candidate();
-        let flags = if candidate {
-            self.header().flags() & (BUFFERED | OLD | DEAD | IN_GRAPH)
-        } else {
-            0
-        };
-        if flags != 0 {
-            if flags == DEAD {
-                // The last handle to a member of a collected cycle (most
-                // often while the collector drops the cycle's values): the
-                // value is gone and counted; free the memory (typed: no
-                // indirect call).
-                // SAFETY: strong is zero and the value is gone; a candidate.
-                unsafe { header::release_weak_dead(self.ptr) };
-            } else {
-                // Buffered, old, dead, or in a collection's graph (a `Trace`
-                // that dropped a handle its value owns: the collector leaks
-                // the object rather than free it under the graph): the
-                // collector's bookkeeping first.
-                // SAFETY: this handle was the last strong reference.
-                unsafe { collector::release(self.object()) };
-            }
+        if candidate && self.header().flags() & (BUFFERED | OLD | DEAD | IN_GRAPH) != 0 {
+            // Buffered, old, dead, or in a collection's graph (a `Trace`
+            // that dropped a handle its value owns: the collector leaks the
+            // object rather than free it under the graph): the collector's
+            // bookkeeping first.
+            // SAFETY: this handle was the last strong reference.
+            unsafe { collector::release(self.object()) };
         } else {
             collector::on_free_by_rc();
             if core::mem::needs_drop::<T>() {

@@ -455,24 +455,6 @@ pub(crate) unsafe fn release_weak<T: ?Sized + Pointee>(ptr: NonNull<RcBox<T>>, h
     }
 }
 
-/// As [`release_weak_dead_object`], typed.
-///
-/// # Safety
-/// As for [`release_weak`]; the object is a candidate.
-#[inline]
-pub(crate) unsafe fn release_weak_dead<T: ?Sized + Pointee>(ptr: NonNull<RcBox<T>>) {
-    // SAFETY: the memory is live while the caller's weak reference exists.
-    if unsafe { counts(ptr) }.dec_weak_is_last(true) {
-        // SAFETY: no strong or weak reference remains; it was allocated by
-        // the global allocator with `layout`, `offset` bytes before the
-        // counts (in bounds, not null).
-        unsafe {
-            let (layout, offset) = T::__box_layout(value_ptr(ptr), true);
-            free_memory::<true>(ptr.cast::<u8>().sub(offset), layout)
-        }
-    }
-}
-
 /// Frees the memory of an object.
 ///
 /// # Safety
@@ -675,7 +657,7 @@ pub(crate) unsafe fn release_weak_object(object: Object) {
 /// # Safety
 /// As for [`release_weak_object`].
 #[inline]
-pub(crate) unsafe fn release_weak_dead_object(object: Object) {
+pub(crate) unsafe fn release_weak_dead(object: Object) {
     // SAFETY: the memory is live while the caller's weak reference exists.
     let h = unsafe { object.as_ref() };
     if h.dec_weak() == 0 {
