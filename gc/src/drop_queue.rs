@@ -48,6 +48,7 @@ use core::mem::{align_of, size_of, MaybeUninit};
 use core::ptr::NonNull;
 use std::panic::{self, AssertUnwindSafe};
 
+use crate::collector;
 use crate::header::{self, Object, RcBox};
 use crate::unsize::Pointee;
 
@@ -455,19 +456,24 @@ fn as_drainer<R>(f: impl FnOnce() -> R) -> R {
 //
 // A collection frees its garbage in one go: dozens of objects of a few
 // sizes, while glibc's per-thread cache holds 7 chunks of each size. The
-// rest overflow into its fastbins and unsorted bins, whose chunks the next
-// large allocation consolidates, and the next allocations of those sizes
-// then take the slow path. The memory of a collected object is therefore
-// not freed when its last reference goes but kept on a short per-thread
-// list, and each allocation of a candidate frees one entry: the frees are
-// spread over the allocations that follow, about one per allocation of the
-// kind the garbage was made of, and each goes through the allocator's fast
-// path, as the frees of counting do. This is no allocator of ours: the
-// memory goes back to the global allocator, only later. At most
-// `DEFERRED_MAX` entries wait, each no larger than `DEFERRED_SIZE` bytes
-// (larger chunks bypass the cache anyway); beyond that, memory is freed at
-// once. An explicit collection frees the list at its end, and so does the
-// thread's exit.
+// rest overflow into its fastbins and unsorted bins, which the next large
+// allocation consolidates, and the next allocations of those sizes take
+// the slow path. So the memory of a collected object (`DEAD`) is not freed
+// when its last reference goes but kept on a short per-thread list (at
+// most `DEFERRED_MAX` entries of at most `DEFERRED_SIZE` bytes; beyond
+// that, freed at once), and each allocation of a candidate takes the
+// newest entry: it reuses that memory if the layout is the same (the
+// common case: the garbage of a program is made of the objects it keeps
+// allocating), and otherwise frees it and asks the global allocator. The
+// frees are thus spread over the allocations that follow, or skipped. An
+// explicit collection empties the list at its end, and so does the
+// thread's exit (`DeferredExit`). The memory is never handed to another
+// thread and never outlives the list's bound: this is a one-entry
+// recycling of what the collector just freed, not an allocator.
+//
+// The cost outside collections is one thread-local load and test per
+// allocation of a candidate (the count sits next to the allocation counter
+// in `collector`'s counters).
 
 /// The most allocations that wait to be freed.
 const DEFERRED_MAX: usize = 64;
@@ -479,14 +485,14 @@ const DEFERRED_SIZE: usize = 1024;
 /// One allocation waiting to be freed.
 type Pending = (NonNull<u8>, Layout);
 
-/// Allocations waiting to be freed: `list[..len]`, `len <= limit <=
+/// Allocations waiting to be freed: `list[..len]` (`len` is
+/// `collector::deferred()`), `len <= limit <=
 /// DEFERRED_MAX`. A plain array in a thread-local without destructor, so
 /// that keeping and freeing an entry cost a few loads and stores;
 /// [`DeferredExit`] frees what is left when the thread exits. Only the
 /// functions below touch it, and they run no user code, so no two borrows
 /// of it ever overlap.
 struct Deferred {
-    len: Cell<usize>,
     /// `DEFERRED_MAX` once this thread registered [`DEFERRED_EXIT`]; zero
     /// before (the first free registers it) and after it ran.
     limit: Cell<usize>,
@@ -511,7 +517,6 @@ impl Drop for DeferredExit {
 thread_local! {
     static DEFERRED: Deferred = const {
         Deferred {
-            len: Cell::new(0),
             limit: Cell::new(0),
             exited: Cell::new(false),
             list: UnsafeCell::new([MaybeUninit::uninit(); DEFERRED_MAX]),
@@ -529,12 +534,12 @@ thread_local! {
 pub(crate) unsafe fn free_later(base: NonNull<u8>, layout: Layout) {
     if layout.size() <= DEFERRED_SIZE {
         let kept = DEFERRED.with(|d| {
-            let len = d.len.get();
+            let len = collector::deferred();
             if len < d.limit.get() {
                 // SAFETY: `len < limit <= DEFERRED_MAX`; see `Deferred` for
                 // the borrow.
                 unsafe { (*d.list.get()).get_unchecked_mut(len).write((base, layout)) };
-                d.len.set(len + 1);
+                collector::set_deferred(len + 1);
                 true
             } else {
                 d.limit.get() == 0 && !d.exited.get() && register(d)
@@ -561,37 +566,66 @@ fn register(d: &Deferred) -> bool {
     false
 }
 
-/// Called after each allocation of a candidate: frees one deferred
-/// allocation, if any waits.
-#[inline]
-pub(crate) fn after_allocation() {
-    DEFERRED.with(|d| {
-        if d.len.get() != 0 {
-            free_newest(d);
-        }
-    })
+/// Allocates memory for a new object (a candidate if `candidate`) from
+/// the global allocator, or, for a candidate, the newest deferred
+/// allocation if it has the same layout (see "Deferred frees").
+///
+/// `layout` has a non-zero size.
+#[inline(always)]
+pub(crate) fn allocate(layout: Layout, candidate: bool) -> NonNull<u8> {
+    if candidate && collector::deferred() != 0 {
+        return reuse_or_allocate(layout);
+    }
+    allocate_new(layout)
 }
 
-/// Frees the newest deferred allocation; there is one.
-#[inline(never)]
-fn free_newest(d: &Deferred) {
-    let len = d.len.get() - 1;
-    d.len.set(len);
-    // SAFETY: `len < DEFERRED_MAX`, and the entry was written by
-    // `free_later` and leaves the list here: nothing references its memory,
-    // allocated with `layout`.
-    unsafe {
-        let (base, layout) = (*d.list.get()).get_unchecked(len).assume_init();
-        std::alloc::dealloc(base.as_ptr(), layout)
+/// Memory from the global allocator.
+#[inline]
+fn allocate_new(layout: Layout) -> NonNull<u8> {
+    debug_assert!(layout.size() != 0);
+    // SAFETY: the layout has a non-zero size (callers allocate objects,
+    // which contain their counts).
+    let base = unsafe { std::alloc::alloc(layout) };
+    match NonNull::new(base) {
+        Some(base) => base,
+        None => std::alloc::handle_alloc_error(layout),
     }
+}
+
+/// Takes the newest deferred allocation: reuses it if it has `layout`,
+/// else frees it and allocates.
+#[inline(never)]
+fn reuse_or_allocate(layout: Layout) -> NonNull<u8> {
+    let reused = DEFERRED.with(|d| {
+        let len = collector::deferred() - 1;
+        collector::set_deferred(len);
+        // SAFETY: `len < DEFERRED_MAX`; the entry was written by
+        // `free_later` and leaves the list here: nothing references its
+        // memory, which the global allocator gave with `kept`.
+        let (base, kept) = unsafe { (*d.list.get()).get_unchecked(len).assume_init() };
+        if kept == layout {
+            return Some(base);
+        }
+        // SAFETY: as above.
+        unsafe { std::alloc::dealloc(base.as_ptr(), kept) };
+        None
+    });
+    reused.unwrap_or_else(|| allocate_new(layout))
 }
 
 /// Frees every deferred allocation (at the end of an explicit collection,
 /// and when the thread exits).
 pub(crate) fn free_all_deferred() {
     DEFERRED.with(|d| {
-        while d.len.get() != 0 {
-            free_newest(d);
+        while let Some(len) = collector::deferred().checked_sub(1) {
+            collector::set_deferred(len);
+            // SAFETY: `len < DEFERRED_MAX`; the entry was written by
+            // `free_later` and leaves the list here: nothing references its
+            // memory, which the global allocator gave with `layout`.
+            unsafe {
+                let (base, layout) = (*d.list.get()).get_unchecked(len).assume_init();
+                std::alloc::dealloc(base.as_ptr(), layout)
+            }
         }
     })
 }

@@ -317,11 +317,7 @@ impl<T: Trace> Kind<T> {
     /// references; the caller counts it with the collector.
     fn allocate_raw(has_meta: bool, strong: usize) -> NonNull<RcBox<T>> {
         let (layout, offset) = Self::layout_of(has_meta);
-        // SAFETY: the layout has a non-zero size (it contains the counts).
-        let base = unsafe { std::alloc::alloc(layout) };
-        let Some(base) = NonNull::new(base) else {
-            std::alloc::handle_alloc_error(layout)
-        };
+        let base = crate::drop_queue::allocate(layout, has_meta);
         // SAFETY: `offset < layout.size()`, so the pointer stays in the
         // allocation and is aligned for `RcBox<T>` (a multiple of its align).
         let ptr = unsafe { base.add(offset) }.cast::<RcBox<T>>();
@@ -349,9 +345,6 @@ impl<T: Trace> Kind<T> {
         // SAFETY: the value field is uninitialised memory of the new object.
         unsafe { ptr::addr_of_mut!((*ptr.as_ptr()).value).write(value) };
         crate::collector::on_allocate();
-        if has_meta {
-            crate::drop_queue::after_allocation();
-        }
         ptr
     }
 
@@ -387,9 +380,6 @@ impl<T: Trace> Kind<T> {
             counts(ptr).set_strong(1);
         }
         crate::collector::on_allocate();
-        if has_meta {
-            crate::drop_queue::after_allocation();
-        }
         ptr
     }
 }
@@ -717,11 +707,7 @@ impl<T: Trace> SliceKind<T> {
         let Some((layout, offset)) = Self::layout(has_meta, len) else {
             panic!("slice too large for a Gc");
         };
-        // SAFETY: the layout has a non-zero size (it contains the counts).
-        let base = unsafe { std::alloc::alloc(layout) };
-        let Some(base) = NonNull::new(base) else {
-            std::alloc::handle_alloc_error(layout)
-        };
+        let base = crate::drop_queue::allocate(layout, has_meta);
         // SAFETY: `offset` is inside the allocation and aligned for the
         // counts; a `*mut [T]` cast to `*mut RcBox<[T]>` keeps its length,
         // which is the element count of the value field.
@@ -753,9 +739,6 @@ impl<T: Trace> SliceKind<T> {
             crate::unsize::move_elements(vec, ptr::addr_of_mut!((*ptr.as_ptr()).value).cast())
         };
         crate::collector::on_allocate();
-        if has_meta {
-            crate::drop_queue::after_allocation();
-        }
         ptr
     }
 }

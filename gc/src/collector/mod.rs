@@ -64,7 +64,10 @@
 //! turn and its hold released at once: a member's memory goes back to the
 //! allocator as soon as the members that point to it have been dropped (the
 //! last handle's `release` sees `DEAD`): frees follow the drops, one by one,
-//! instead of one batch after all of them. A panic in one `Drop` does not
+//! instead of one batch after all of them. That memory is kept for the next
+//! allocations of candidates, which reuse it when the layout matches (see
+//! "Deferred frees" in `drop_queue.rs`): a batch of frees would overflow the
+//! allocator's per-thread cache. A panic in one `Drop` does not
 //! stop the others; the first is re-raised afterwards. A handle that
 //! survives (a `Drop` stored a clone of a member somewhere) points to a dead
 //! object: dereferencing it panics, [`crate::Gc::try_deref`] returns `None`,
@@ -101,6 +104,10 @@ struct Counters {
     collecting: Cell<bool>,
     /// `collect` was called while one was running.
     requested: Cell<bool>,
+    /// Allocations waiting to be freed or reused (see "Deferred frees" in
+    /// `drop_queue.rs`, which owns it; here so that the test on every
+    /// candidate's allocation is a plain load next to `allocated`).
+    deferred: Cell<usize>,
 }
 
 thread_local! {
@@ -112,6 +119,7 @@ thread_local! {
             old_objects: Cell::new(0),
             collecting: Cell::new(false),
             requested: Cell::new(false),
+            deferred: Cell::new(0),
         }
     };
     static STATE: RefCell<State> = RefCell::new(State::default());
@@ -434,6 +442,18 @@ impl State {
 #[inline]
 pub(crate) fn on_allocate() {
     COUNTERS.with(|c| c.allocated.set(c.allocated.get() + 1));
+}
+
+/// The number of deferred frees waiting (see `drop_queue.rs`).
+#[inline(always)]
+pub(crate) fn deferred() -> usize {
+    COUNTERS.with(|c| c.deferred.get())
+}
+
+/// Sets the number of deferred frees waiting.
+#[inline(always)]
+pub(crate) fn set_deferred(n: usize) {
+    COUNTERS.with(|c| c.deferred.set(n))
 }
 
 /// Objects allocated and not yet freed on this thread.
