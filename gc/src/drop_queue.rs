@@ -478,6 +478,10 @@ fn as_drainer<R>(f: impl FnOnce() -> R) -> R {
 /// The most allocations that wait to be freed.
 const DEFERRED_MAX: usize = 64;
 
+/// How many of the newest deferred allocations an allocation looks at for
+/// one of its layout.
+const REUSE_WINDOW: usize = 4;
+
 /// The largest allocation whose free is deferred (glibc's per-thread cache
 /// takes chunks up to 1032 bytes).
 const DEFERRED_SIZE: usize = 1024;
@@ -525,6 +529,17 @@ thread_local! {
     static DEFERRED_EXIT: DeferredExit = const { DeferredExit };
 }
 
+/// Runs `f` on this thread's [`DEFERRED`]. The closure given to
+/// `LocalKey::with` only fetches the address, so that it is always inlined
+/// (a larger one was not, and cost a call on every reuse).
+#[inline(always)]
+fn with_deferred<R>(f: impl FnOnce(&Deferred) -> R) -> R {
+    let d: *const Deferred = DEFERRED.with(core::ptr::from_ref);
+    // SAFETY: `DEFERRED` has no destructor, so its storage lives as long as
+    // this thread, which runs `f`; the reference does not escape `f`.
+    f(unsafe { &*d })
+}
+
 /// Frees the memory at `base`, allocated by the global allocator with
 /// `layout`, now or at one of the next allocations.
 ///
@@ -533,37 +548,49 @@ thread_local! {
 #[inline]
 pub(crate) unsafe fn free_later(base: NonNull<u8>, layout: Layout) {
     if layout.size() <= DEFERRED_SIZE {
-        let kept = DEFERRED.with(|d| {
+        let first = with_deferred(|d| {
             let len = collector::deferred();
-            if len < d.limit.get() {
+            let limit = d.limit.get();
+            if len < limit {
                 // SAFETY: `len < limit <= DEFERRED_MAX`; see `Deferred` for
                 // the borrow.
                 unsafe { (*d.list.get()).get_unchecked_mut(len).write((base, layout)) };
                 collector::set_deferred(len + 1);
-                true
-            } else {
-                d.limit.get() == 0 && !d.exited.get() && register(d)
+                return None;
             }
+            Some(limit == 0)
         });
-        if kept {
-            return;
+        match first {
+            None => return,
+            // SAFETY: forwarded.
+            Some(true) => return unsafe { free_first(base, layout) },
+            Some(false) => {}
         }
     }
     // SAFETY: guaranteed by the caller.
     unsafe { std::alloc::dealloc(base.as_ptr(), layout) }
 }
 
-/// Registers the thread-exit destructor ([`DEFERRED_EXIT`]), which opens the
-/// list (the free that asks is done at once); false.
+/// The first deferred free of the thread (the list is closed: `limit` is
+/// zero): registers the thread-exit destructor ([`DEFERRED_EXIT`]), which
+/// opens the list unless the thread is exiting, and frees this one at once.
+///
+/// # Safety
+/// As for [`free_later`].
 #[cold]
 #[inline(never)]
-fn register(d: &Deferred) -> bool {
-    if DEFERRED_EXIT.try_with(|_| ()).is_err() {
-        d.exited.set(true);
-        return false;
-    }
-    d.limit.set(DEFERRED_MAX);
-    false
+unsafe fn free_first(base: NonNull<u8>, layout: Layout) {
+    with_deferred(|d| {
+        if !d.exited.get() {
+            if DEFERRED_EXIT.try_with(|_| ()).is_ok() {
+                d.limit.set(DEFERRED_MAX);
+            } else {
+                d.exited.set(true);
+            }
+        }
+    });
+    // SAFETY: guaranteed by the caller.
+    unsafe { std::alloc::dealloc(base.as_ptr(), layout) }
 }
 
 /// Allocates memory for a new object (a candidate if `candidate`) from
@@ -592,21 +619,37 @@ fn allocate_new(layout: Layout) -> NonNull<u8> {
     }
 }
 
-/// Takes the newest deferred allocation: reuses it if it has `layout`,
-/// else frees it and allocates.
+/// Reuses the newest of the last [`REUSE_WINDOW`] deferred allocations that
+/// has `layout` (moving the newest entry into its place); if none has it,
+/// frees the newest and allocates.
 #[inline(never)]
 fn reuse_or_allocate(layout: Layout) -> NonNull<u8> {
-    let reused = DEFERRED.with(|d| {
-        let len = collector::deferred() - 1;
-        collector::set_deferred(len);
-        // SAFETY: `len < DEFERRED_MAX`; the entry was written by
-        // `free_later` and leaves the list here: nothing references its
-        // memory, which the global allocator gave with `kept`.
-        let (base, kept) = unsafe { (*d.list.get()).get_unchecked(len).assume_init() };
+    let reused = with_deferred(|d| {
+        let len = collector::deferred();
+        // SAFETY: see `Deferred` for the borrow.
+        let list = unsafe { &mut *d.list.get() };
+        // SAFETY: `len <= DEFERRED_MAX`; the entries below it were written
+        // by `free_later`.
+        let pending = unsafe { list.get_unchecked(..len) };
+        let newest = len - 1;
+        collector::set_deferred(newest);
+        // SAFETY: as above; the newest entry leaves the list here.
+        let (base, kept) = unsafe { pending[newest].assume_init() };
         if kept == layout {
             return Some(base);
         }
-        // SAFETY: as above.
+        let window = len.saturating_sub(REUSE_WINDOW)..newest;
+        for i in window.rev() {
+            // SAFETY: as above.
+            let (other, other_layout) = unsafe { pending[i].assume_init() };
+            if other_layout == layout {
+                // The newest entry takes the place of the reused one.
+                list[i].write((base, kept));
+                return Some(other);
+            }
+        }
+        // SAFETY: the newest entry left the list: nothing references its
+        // memory, which the global allocator gave with `kept`.
         unsafe { std::alloc::dealloc(base.as_ptr(), kept) };
         None
     });
@@ -616,7 +659,7 @@ fn reuse_or_allocate(layout: Layout) -> NonNull<u8> {
 /// Frees every deferred allocation (at the end of an explicit collection,
 /// and when the thread exits).
 pub(crate) fn free_all_deferred() {
-    DEFERRED.with(|d| {
+    with_deferred(|d| {
         while let Some(len) = collector::deferred().checked_sub(1) {
             collector::set_deferred(len);
             // SAFETY: `len < DEFERRED_MAX`; the entry was written by
