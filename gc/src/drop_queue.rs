@@ -594,13 +594,17 @@ unsafe fn free_first(base: NonNull<u8>, layout: Layout) {
 }
 
 /// Allocates memory for a new object (a candidate if `candidate`) from
-/// the global allocator, or, for a candidate, the newest deferred
-/// allocation if it has the same layout (see "Deferred frees").
+/// the global allocator, or, for a candidate, a deferred allocation of the
+/// same layout (see "Deferred frees"); counts the object with the
+/// collector.
 ///
 /// `layout` has a non-zero size.
 #[inline(always)]
 pub(crate) fn allocate(layout: Layout, candidate: bool) -> NonNull<u8> {
-    if candidate && collector::deferred() != 0 {
+    // One thread-local access counts the object and tells whether
+    // allocations wait (a second one was not always inlined).
+    let waiting = collector::on_allocate();
+    if candidate && waiting != 0 {
         return reuse_or_allocate(layout);
     }
     allocate_new(layout)

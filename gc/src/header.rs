@@ -344,7 +344,6 @@ impl<T: Trace> Kind<T> {
         let ptr = Self::allocate_raw(has_meta, 1);
         // SAFETY: the value field is uninitialised memory of the new object.
         unsafe { ptr::addr_of_mut!((*ptr.as_ptr()).value).write(value) };
-        crate::collector::on_allocate();
         ptr
     }
 
@@ -368,6 +367,7 @@ impl<T: Trace> Kind<T> {
                 // while the implicit weak reference is held; the value was
                 // never written, so only the memory is released.
                 unsafe { release_weak(self.0, self.1) }
+                crate::collector::on_allocate_undone();
             }
         }
         let guard = Unwind(ptr, has_meta);
@@ -379,7 +379,6 @@ impl<T: Trace> Kind<T> {
             ptr::addr_of_mut!((*ptr.as_ptr()).value).write(value);
             counts(ptr).set_strong(1);
         }
-        crate::collector::on_allocate();
         ptr
     }
 }
@@ -738,7 +737,6 @@ impl<T: Trace> SliceKind<T> {
         unsafe {
             crate::unsize::move_elements(vec, ptr::addr_of_mut!((*ptr.as_ptr()).value).cast())
         };
-        crate::collector::on_allocate();
         ptr
     }
 }
@@ -756,7 +754,6 @@ impl SliceKind<u8> {
                 ptr::addr_of_mut!((*ptr.as_ptr()).value).cast::<u8>(),
                 s.len(),
             );
-            crate::collector::on_allocate();
             NonNull::new_unchecked(ptr.as_ptr() as *mut RcBox<str>)
         }
     }

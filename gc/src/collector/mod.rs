@@ -438,10 +438,20 @@ impl State {
     }
 }
 
-/// Counts a new object.
+/// Counts a new object; returns the number of deferred frees waiting (see
+/// `drop_queue.rs`), read in the same thread-local access.
 #[inline]
-pub(crate) fn on_allocate() {
-    COUNTERS.with(|c| c.allocated.set(c.allocated.get() + 1));
+pub(crate) fn on_allocate() -> usize {
+    COUNTERS.with(|c| {
+        c.allocated.set(c.allocated.get() + 1);
+        c.deferred.get()
+    })
+}
+
+/// Takes back the count of an object that was never made (its initialiser
+/// panicked).
+pub(crate) fn on_allocate_undone() {
+    COUNTERS.with(|c| c.allocated.set(c.allocated.get() - 1));
 }
 
 /// The number of deferred frees waiting (see `drop_queue.rs`).
