@@ -461,10 +461,11 @@ fn as_drainer<R>(f: impl FnOnce() -> R) -> R {
 // the slow path. So the memory of a collected object (`DEAD`) is not freed
 // when its last reference goes but kept on a short per-thread list (at
 // most `DEFERRED_MAX` entries of at most `DEFERRED_SIZE` bytes; beyond
-// that, freed at once), and each allocation of a candidate takes the
-// newest entry: it reuses that memory if the layout is the same (the
-// common case: the garbage of a program is made of the objects it keeps
-// allocating), and otherwise frees it and asks the global allocator. The
+// that, freed at once), and each allocation of a candidate takes an
+// entry: it reuses the newest of the last `REUSE_WINDOW` entries that has
+// its layout (the common case: the garbage of a program is made of the
+// objects it keeps allocating), and otherwise frees the newest one and
+// asks the global allocator. The
 // frees are thus spread over the allocations that follow, or skipped. An
 // explicit collection empties the list at its end, and so does the
 // thread's exit (`DeferredExit`). The memory is never handed to another
