@@ -42,11 +42,13 @@
 //! inline in the drop glue that owns it, everything after it is out of line
 //! (`Strong::drop_slow`, as `std::rc::Rc::drop_slow`).
 
+use core::alloc::Layout;
 use core::cell::{Cell, UnsafeCell};
 use core::mem::{align_of, size_of, MaybeUninit};
 use core::ptr::NonNull;
 use std::panic::{self, AssertUnwindSafe};
 
+use crate::collector;
 use crate::header::{self, Object, RcBox};
 use crate::unsize::Pointee;
 
@@ -448,4 +450,230 @@ fn as_drainer<R>(f: impl FnOnce() -> R) -> R {
         panic::resume_unwind(payload);
     }
     result
+}
+
+// Deferred frees.
+//
+// A collection frees its garbage in one go: dozens of objects of a few
+// sizes, while glibc's per-thread cache holds 7 chunks of each size. The
+// rest overflow into its fastbins and unsorted bins, which the next large
+// allocation consolidates, and the next allocations of those sizes take
+// the slow path. So the memory of a collected object (`DEAD`) is not freed
+// when its last reference goes but kept on a short per-thread list (at
+// most `DEFERRED_MAX` entries of at most `DEFERRED_SIZE` bytes; beyond
+// that, freed at once), and each allocation of a candidate takes an
+// entry: it reuses the newest of the last `REUSE_WINDOW` entries that has
+// its layout (the common case: the garbage of a program is made of the
+// objects it keeps allocating), and otherwise frees the newest one and
+// asks the global allocator. The
+// frees are thus spread over the allocations that follow, or skipped. An
+// explicit collection empties the list at its end, and so does the
+// thread's exit (`DeferredExit`). The memory is never handed to another
+// thread and never outlives the list's bound: this is a one-entry
+// recycling of what the collector just freed, not an allocator.
+//
+// The cost outside collections is one thread-local load and test per
+// allocation of a candidate (the count sits next to the allocation counter
+// in `collector`'s counters).
+
+/// The most allocations that wait to be freed.
+const DEFERRED_MAX: usize = 64;
+
+/// How many of the newest deferred allocations an allocation looks at for
+/// one of its layout.
+const REUSE_WINDOW: usize = 4;
+
+/// The largest allocation whose free is deferred (glibc's per-thread cache
+/// takes chunks up to 1032 bytes).
+const DEFERRED_SIZE: usize = 1024;
+
+/// One allocation waiting to be freed.
+type Pending = (NonNull<u8>, Layout);
+
+/// Allocations waiting to be freed: `list[..len]` (`len` is
+/// `collector::deferred()`), `len <= limit <=
+/// DEFERRED_MAX`. A plain array in a thread-local without destructor, so
+/// that keeping and freeing an entry cost a few loads and stores;
+/// [`DeferredExit`] frees what is left when the thread exits. Only the
+/// functions below touch it, and they run no user code, so no two borrows
+/// of it ever overlap.
+struct Deferred {
+    /// `DEFERRED_MAX` once this thread registered [`DEFERRED_EXIT`]; zero
+    /// before (the first free registers it) and after it ran.
+    limit: Cell<usize>,
+    /// [`DEFERRED_EXIT`] ran: the thread is exiting, free at once.
+    exited: Cell<bool>,
+    list: UnsafeCell<[MaybeUninit<Pending>; DEFERRED_MAX]>,
+}
+
+/// Frees the deferred allocations when the thread exits.
+struct DeferredExit;
+
+impl Drop for DeferredExit {
+    fn drop(&mut self) {
+        free_all_deferred();
+        DEFERRED.with(|d| {
+            d.limit.set(0);
+            d.exited.set(true);
+        });
+    }
+}
+
+thread_local! {
+    static DEFERRED: Deferred = const {
+        Deferred {
+            limit: Cell::new(0),
+            exited: Cell::new(false),
+            list: UnsafeCell::new([MaybeUninit::uninit(); DEFERRED_MAX]),
+        }
+    };
+    static DEFERRED_EXIT: DeferredExit = const { DeferredExit };
+}
+
+/// Runs `f` on this thread's [`DEFERRED`]. The closure given to
+/// `LocalKey::with` only fetches the address, so that it is always inlined
+/// (a larger one was not, and cost a call on every reuse).
+#[inline(always)]
+fn with_deferred<R>(f: impl FnOnce(&Deferred) -> R) -> R {
+    let d: *const Deferred = DEFERRED.with(core::ptr::from_ref);
+    // SAFETY: `DEFERRED` has no destructor, so its storage lives as long as
+    // this thread, which runs `f`; the reference does not escape `f`.
+    f(unsafe { &*d })
+}
+
+/// Frees the memory at `base`, allocated by the global allocator with
+/// `layout`, now or at one of the next allocations.
+///
+/// # Safety
+/// Nothing references the memory any more; it is freed once.
+#[inline]
+pub(crate) unsafe fn free_later(base: NonNull<u8>, layout: Layout) {
+    if layout.size() <= DEFERRED_SIZE {
+        let first = with_deferred(|d| {
+            let len = collector::deferred();
+            let limit = d.limit.get();
+            if len < limit {
+                // SAFETY: `len < limit <= DEFERRED_MAX`; see `Deferred` for
+                // the borrow.
+                unsafe { (*d.list.get()).get_unchecked_mut(len).write((base, layout)) };
+                collector::set_deferred(len + 1);
+                return None;
+            }
+            Some(limit == 0)
+        });
+        match first {
+            None => return,
+            // SAFETY: forwarded.
+            Some(true) => return unsafe { free_first(base, layout) },
+            Some(false) => {}
+        }
+    }
+    // SAFETY: guaranteed by the caller.
+    unsafe { std::alloc::dealloc(base.as_ptr(), layout) }
+}
+
+/// The first deferred free of the thread (the list is closed: `limit` is
+/// zero): registers the thread-exit destructor ([`DEFERRED_EXIT`]), which
+/// opens the list unless the thread is exiting, and frees this one at once.
+///
+/// # Safety
+/// As for [`free_later`].
+#[cold]
+#[inline(never)]
+unsafe fn free_first(base: NonNull<u8>, layout: Layout) {
+    with_deferred(|d| {
+        if !d.exited.get() {
+            if DEFERRED_EXIT.try_with(|_| ()).is_ok() {
+                d.limit.set(DEFERRED_MAX);
+            } else {
+                d.exited.set(true);
+            }
+        }
+    });
+    // SAFETY: guaranteed by the caller.
+    unsafe { std::alloc::dealloc(base.as_ptr(), layout) }
+}
+
+/// Allocates memory for a new object (a candidate if `candidate`) from
+/// the global allocator, or, for a candidate, a deferred allocation of the
+/// same layout (see "Deferred frees"); counts the object with the
+/// collector.
+///
+/// `layout` has a non-zero size.
+#[inline(always)]
+pub(crate) fn allocate(layout: Layout, candidate: bool) -> NonNull<u8> {
+    // One thread-local access counts the object and tells whether
+    // allocations wait (a second one was not always inlined).
+    let waiting = collector::on_allocate();
+    if candidate && waiting != 0 {
+        return reuse_or_allocate(layout);
+    }
+    allocate_new(layout)
+}
+
+/// Memory from the global allocator.
+#[inline]
+fn allocate_new(layout: Layout) -> NonNull<u8> {
+    debug_assert!(layout.size() != 0);
+    // SAFETY: the layout has a non-zero size (callers allocate objects,
+    // which contain their counts).
+    let base = unsafe { std::alloc::alloc(layout) };
+    match NonNull::new(base) {
+        Some(base) => base,
+        None => std::alloc::handle_alloc_error(layout),
+    }
+}
+
+/// Reuses the newest of the last [`REUSE_WINDOW`] deferred allocations that
+/// has `layout` (moving the newest entry into its place); if none has it,
+/// frees the newest and allocates.
+#[inline(never)]
+fn reuse_or_allocate(layout: Layout) -> NonNull<u8> {
+    let reused = with_deferred(|d| {
+        let len = collector::deferred();
+        // SAFETY: see `Deferred` for the borrow.
+        let list = unsafe { &mut *d.list.get() };
+        // SAFETY: `len <= DEFERRED_MAX`; the entries below it were written
+        // by `free_later`.
+        let pending = unsafe { list.get_unchecked(..len) };
+        let newest = len - 1;
+        collector::set_deferred(newest);
+        // SAFETY: as above; the newest entry leaves the list here.
+        let (base, kept) = unsafe { pending[newest].assume_init() };
+        if kept == layout {
+            return Some(base);
+        }
+        let window = len.saturating_sub(REUSE_WINDOW)..newest;
+        for i in window.rev() {
+            // SAFETY: as above.
+            let (other, other_layout) = unsafe { pending[i].assume_init() };
+            if other_layout == layout {
+                // The newest entry takes the place of the reused one.
+                list[i].write((base, kept));
+                return Some(other);
+            }
+        }
+        // SAFETY: the newest entry left the list: nothing references its
+        // memory, which the global allocator gave with `kept`.
+        unsafe { std::alloc::dealloc(base.as_ptr(), kept) };
+        None
+    });
+    reused.unwrap_or_else(|| allocate_new(layout))
+}
+
+/// Frees every deferred allocation (at the end of an explicit collection,
+/// and when the thread exits).
+pub(crate) fn free_all_deferred() {
+    with_deferred(|d| {
+        while let Some(len) = collector::deferred().checked_sub(1) {
+            collector::set_deferred(len);
+            // SAFETY: `len < DEFERRED_MAX`; the entry was written by
+            // `free_later` and leaves the list here: nothing references its
+            // memory, which the global allocator gave with `layout`.
+            unsafe {
+                let (base, layout) = (*d.list.get()).get_unchecked(len).assume_init();
+                std::alloc::dealloc(base.as_ptr(), layout)
+            }
+        }
+    })
 }

@@ -102,6 +102,8 @@ pub struct VTable {
     drop_value: unsafe fn(Object),
     /// Frees the memory.
     dealloc: unsafe fn(Object),
+    /// Frees the memory later (see "Deferred frees" in `drop_queue.rs`).
+    dealloc_later: unsafe fn(Object),
 }
 
 /// A candidate as the collector holds it: where its header is, and its type.
@@ -307,18 +309,15 @@ impl<T: Trace> Kind<T> {
     pub(crate) const VTABLE: VTable = VTable {
         trace: trace_value::<T>,
         drop_value: drop_value::<T>,
-        dealloc: dealloc_sized::<T>,
+        dealloc: dealloc_sized::<T, false>,
+        dealloc_later: dealloc_sized::<T, true>,
     };
 
     /// Allocates an object of this kind holding `value`, with `strong`
     /// references; the caller counts it with the collector.
     fn allocate_raw(has_meta: bool, strong: usize) -> NonNull<RcBox<T>> {
         let (layout, offset) = Self::layout_of(has_meta);
-        // SAFETY: the layout has a non-zero size (it contains the counts).
-        let base = unsafe { std::alloc::alloc(layout) };
-        let Some(base) = NonNull::new(base) else {
-            std::alloc::handle_alloc_error(layout)
-        };
+        let base = crate::drop_queue::allocate(layout, has_meta);
         // SAFETY: `offset < layout.size()`, so the pointer stays in the
         // allocation and is aligned for `RcBox<T>` (a multiple of its align).
         let ptr = unsafe { base.add(offset) }.cast::<RcBox<T>>();
@@ -345,7 +344,6 @@ impl<T: Trace> Kind<T> {
         let ptr = Self::allocate_raw(has_meta, 1);
         // SAFETY: the value field is uninitialised memory of the new object.
         unsafe { ptr::addr_of_mut!((*ptr.as_ptr()).value).write(value) };
-        crate::collector::on_allocate();
         ptr
     }
 
@@ -369,6 +367,7 @@ impl<T: Trace> Kind<T> {
                 // while the implicit weak reference is held; the value was
                 // never written, so only the memory is released.
                 unsafe { release_weak(self.0, self.1) }
+                crate::collector::on_allocate_undone();
             }
         }
         let guard = Unwind(ptr, has_meta);
@@ -380,7 +379,6 @@ impl<T: Trace> Kind<T> {
             ptr::addr_of_mut!((*ptr.as_ptr()).value).write(value);
             counts(ptr).set_strong(1);
         }
-        crate::collector::on_allocate();
         ptr
     }
 }
@@ -458,6 +456,24 @@ unsafe fn dealloc<T: ?Sized + Pointee>(ptr: NonNull<RcBox<T>>, has_meta: bool) {
     // SAFETY: it was allocated by the global allocator with `layout`,
     // `offset` bytes before the counts.
     unsafe { std::alloc::dealloc(ptr.cast::<u8>().as_ptr().sub(offset), layout) }
+}
+
+/// Frees memory that nothing references any more, now or, if `LATER`, at
+/// one of the next allocations.
+///
+/// # Safety
+/// The global allocator gave `base` with `layout`; nothing references the
+/// memory any more.
+#[inline(always)]
+unsafe fn free_memory<const LATER: bool>(base: NonNull<u8>, layout: Layout) {
+    // SAFETY: forwarded.
+    unsafe {
+        if LATER {
+            crate::drop_queue::free_later(base, layout)
+        } else {
+            std::alloc::dealloc(base.as_ptr(), layout)
+        }
+    }
 }
 
 /// The layout of an allocation whose value has layout `value`, and the
@@ -623,17 +639,35 @@ pub(crate) unsafe fn release_weak_object(object: Object) {
     }
 }
 
-/// Frees the memory of a sized candidate.
+/// As [`release_weak_object`], for an object the collector found garbage
+/// (`DEAD`): its memory is freed at one of the next allocations rather
+/// than now (see "Deferred frees" in `drop_queue.rs`).
+///
+/// # Safety
+/// As for [`release_weak_object`].
+#[inline]
+pub(crate) unsafe fn release_weak_dead(object: Object) {
+    // SAFETY: the memory is live while the caller's weak reference exists.
+    let h = unsafe { object.as_ref() };
+    if h.dec_weak() == 0 {
+        // SAFETY: no strong or weak reference remains, so nothing can reach
+        // the memory.
+        unsafe { (object.vtable.dealloc_later)(object) }
+    }
+}
+
+/// Frees the memory of a sized candidate (`LATER`: see [`free_memory`]).
 ///
 /// # Safety
 /// `object` is a candidate of type `T` that nothing references any more.
-unsafe fn dealloc_sized<T: Trace>(object: Object) {
+unsafe fn dealloc_sized<T: Trace, const LATER: bool>(object: Object) {
     let (layout, offset) = Kind::<T>::CANDIDATE;
     // SAFETY: it was allocated by the global allocator with `layout`,
-    // `offset` bytes before the counts, which follow the header.
+    // `offset` bytes before the counts, which follow the header (in
+    // bounds, not null).
     unsafe {
-        let base = object.header.cast::<u8>().as_ptr().add(WORD).sub(offset);
-        std::alloc::dealloc(base, layout)
+        let base = object.header.cast::<u8>().add(WORD).sub(offset);
+        free_memory::<LATER>(base, layout)
     }
 }
 
@@ -646,7 +680,8 @@ impl<T: Trace> SliceKind<T> {
     pub(crate) const VTABLE: VTable = VTable {
         trace: trace_slice::<T>,
         drop_value: drop_slice::<T>,
-        dealloc: dealloc_slice::<T>,
+        dealloc: dealloc_slice::<T, false>,
+        dealloc_later: dealloc_slice::<T, true>,
     };
 
     /// The layout of a candidate slice allocation of `len` elements, and
@@ -671,11 +706,7 @@ impl<T: Trace> SliceKind<T> {
         let Some((layout, offset)) = Self::layout(has_meta, len) else {
             panic!("slice too large for a Gc");
         };
-        // SAFETY: the layout has a non-zero size (it contains the counts).
-        let base = unsafe { std::alloc::alloc(layout) };
-        let Some(base) = NonNull::new(base) else {
-            std::alloc::handle_alloc_error(layout)
-        };
+        let base = crate::drop_queue::allocate(layout, has_meta);
         // SAFETY: `offset` is inside the allocation and aligned for the
         // counts; a `*mut [T]` cast to `*mut RcBox<[T]>` keeps its length,
         // which is the element count of the value field.
@@ -706,7 +737,6 @@ impl<T: Trace> SliceKind<T> {
         unsafe {
             crate::unsize::move_elements(vec, ptr::addr_of_mut!((*ptr.as_ptr()).value).cast())
         };
-        crate::collector::on_allocate();
         ptr
     }
 }
@@ -724,7 +754,6 @@ impl SliceKind<u8> {
                 ptr::addr_of_mut!((*ptr.as_ptr()).value).cast::<u8>(),
                 s.len(),
             );
-            crate::collector::on_allocate();
             NonNull::new_unchecked(ptr.as_ptr() as *mut RcBox<str>)
         }
     }
@@ -769,8 +798,12 @@ unsafe fn drop_slice<T>(object: Object) {
 
 /// # Safety
 /// `object` is a candidate slice of `T` that nothing references any more.
-unsafe fn dealloc_slice<T: Trace>(object: Object) {
+unsafe fn dealloc_slice<T: Trace, const LATER: bool>(object: Object) {
     // SAFETY: guaranteed by the caller; the slice was allocated by
-    // `allocate_uninit` with this layout.
-    unsafe { dealloc(typed_slice::<T>(object), true) }
+    // `allocate_uninit` with this layout, `offset` bytes before the counts.
+    unsafe {
+        let ptr = typed_slice::<T>(object);
+        let (layout, offset) = <[T] as Pointee>::__box_layout(value_ptr(ptr), true);
+        free_memory::<LATER>(ptr.cast::<u8>().sub(offset), layout)
+    }
 }

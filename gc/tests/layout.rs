@@ -154,3 +154,102 @@ fn weak_cyclic_unwrap_and_collection_free_what_they_allocated() {
     let (sizes, left) = sizes(cycle);
     assert_eq!((sizes.len(), left), (2, 0));
 }
+
+/// The memory of objects freed by automatic collections goes back to the
+/// allocator at the next allocations (at most a few dozen wait), and all of
+/// it by an explicit `collect()`; every free has its allocation's layout.
+#[test]
+fn deferred_frees_are_bounded_and_returned_by_collect() {
+    let churn = |n: usize| {
+        for _ in 0..n {
+            let a = Gc::new(Node::default());
+            let b = Gc::new(Node::default());
+            *a.next.borrow_mut() = Some(b.clone());
+            *b.next.borrow_mut() = Some(a);
+        }
+    };
+    let n = if cfg!(miri) { 300 } else { 20_000 };
+    // Warm up the collector's buffers, which it keeps.
+    churn(n);
+    recycler::collect();
+    let before = recycler::stats().freed_by_collector;
+    let (_, left) = sizes(|| {
+        churn(n);
+        let collected = recycler::stats().freed_by_collector - before;
+        assert!(collected > 0, "automatic collections ran");
+        recycler::collect();
+    });
+    assert_eq!(left, 0);
+    // While automatic collections run, what waits to be freed stays
+    // bounded: the garbage not collected yet (the roots of a collection or
+    // two) plus at most 64 deferred frees, whatever the number of cycles.
+    let node = std::mem::size_of::<usize>() as isize * 3 + 16;
+    let (_, left) = sizes(|| churn(n));
+    assert!(left < 4096 * node, "{left} bytes outstanding");
+    recycler::collect();
+}
+
+/// A node whose `Drop` keeps a clone of the handle it owns: after a
+/// collection, that clone is a dead handle, and dropping it later frees the
+/// memory outside the collection (deferred).
+#[derive(Trace, Default)]
+struct Keeper {
+    next: RefCell<Option<Gc<Keeper>>>,
+}
+
+thread_local! {
+    static KEPT: RefCell<Vec<Gc<Keeper>>> = const { RefCell::new(Vec::new()) };
+}
+
+impl Drop for Keeper {
+    fn drop(&mut self) {
+        if let Some(next) = self.next.borrow().clone() {
+            KEPT.with(|k| k.borrow_mut().push(next));
+        }
+    }
+}
+
+/// The memory of collected objects still waiting to be freed when a thread
+/// exits goes back to the allocator: a thread that leaves it to the exit
+/// ends with the same bytes outstanding as one that calls `collect()`.
+#[test]
+fn deferred_frees_are_returned_at_thread_exit() {
+    use std::sync::atomic::{AtomicIsize, Ordering::SeqCst};
+    static LEFT: AtomicIsize = AtomicIsize::new(isize::MIN);
+    /// Registered first, so destroyed last: reads what is left.
+    struct Report;
+    impl Drop for Report {
+        fn drop(&mut self) {
+            RECORD.with(|r| r.set(false));
+            LEFT.store(OUTSTANDING.with(Cell::get), SeqCst);
+        }
+    }
+    thread_local! {
+        static REPORT: Report = const { Report };
+    }
+    let left_after = |flush: bool| {
+        std::thread::spawn(move || {
+            REPORT.with(|_| ());
+            KEPT.with(|_| ());
+            OUTSTANDING.with(|o| o.set(0));
+            RECORD.with(|r| r.set(true));
+            let a = Gc::new(Keeper::default());
+            let b = Gc::new(Keeper::default());
+            *a.next.borrow_mut() = Some(b.clone());
+            *b.next.borrow_mut() = Some(a);
+            drop(b);
+            recycler::collect();
+            // Two dead handles: their objects' memory is freed, or kept
+            // for the next allocations, as they go.
+            assert_eq!(KEPT.with(|k| k.borrow().len()), 2);
+            KEPT.with(|k| k.borrow_mut().clear());
+            if flush {
+                recycler::collect();
+            }
+        })
+        .join()
+        .unwrap();
+        LEFT.load(SeqCst)
+    };
+    assert_eq!(left_after(false), left_after(true));
+}

@@ -64,7 +64,10 @@
 //! turn and its hold released at once: a member's memory goes back to the
 //! allocator as soon as the members that point to it have been dropped (the
 //! last handle's `release` sees `DEAD`): frees follow the drops, one by one,
-//! instead of one batch after all of them. A panic in one `Drop` does not
+//! instead of one batch after all of them. That memory is kept for the next
+//! allocations of candidates, which reuse it when the layout matches (see
+//! "Deferred frees" in `drop_queue.rs`): a batch of frees would overflow the
+//! allocator's per-thread cache. A panic in one `Drop` does not
 //! stop the others; the first is re-raised afterwards. A handle that
 //! survives (a `Drop` stored a clone of a member somewhere) points to a dead
 //! object: dereferencing it panics, [`crate::Gc::try_deref`] returns `None`,
@@ -101,6 +104,10 @@ struct Counters {
     collecting: Cell<bool>,
     /// `collect` was called while one was running.
     requested: Cell<bool>,
+    /// Allocations waiting to be freed or reused (see "Deferred frees" in
+    /// `drop_queue.rs`, which owns it; here so that the test on every
+    /// candidate's allocation is a plain load next to `allocated`).
+    deferred: Cell<usize>,
 }
 
 thread_local! {
@@ -112,6 +119,7 @@ thread_local! {
             old_objects: Cell::new(0),
             collecting: Cell::new(false),
             requested: Cell::new(false),
+            deferred: Cell::new(0),
         }
     };
     static STATE: RefCell<State> = RefCell::new(State::default());
@@ -430,10 +438,32 @@ impl State {
     }
 }
 
-/// Counts a new object.
+/// Counts a new object; returns the number of deferred frees waiting (see
+/// `drop_queue.rs`), read in the same thread-local access.
 #[inline]
-pub(crate) fn on_allocate() {
-    COUNTERS.with(|c| c.allocated.set(c.allocated.get() + 1));
+pub(crate) fn on_allocate() -> usize {
+    COUNTERS.with(|c| {
+        c.allocated.set(c.allocated.get() + 1);
+        c.deferred.get()
+    })
+}
+
+/// Takes back the count of an object that was never made (its initialiser
+/// panicked).
+pub(crate) fn on_allocate_undone() {
+    COUNTERS.with(|c| c.allocated.set(c.allocated.get() - 1));
+}
+
+/// The number of deferred frees waiting (see `drop_queue.rs`).
+#[inline(always)]
+pub(crate) fn deferred() -> usize {
+    COUNTERS.with(|c| c.deferred.get())
+}
+
+/// Sets the number of deferred frees waiting.
+#[inline(always)]
+pub(crate) fn set_deferred(n: usize) {
+    COUNTERS.with(|c| c.deferred.set(n))
 }
 
 /// Objects allocated and not yet freed on this thread.
@@ -471,9 +501,9 @@ pub(crate) unsafe fn release(object: Object) {
     if flags == DEAD {
         // The last handle to a member of a collected cycle (the common case
         // while the collector drops a garbage cycle's values): the value is
-        // gone and counted; free the memory.
+        // gone and counted; free the memory (deferred, see `drop_queue`).
         // SAFETY: strong is zero and the value is gone.
-        return unsafe { header::release_weak_object(object) };
+        return unsafe { header::release_weak_dead(object) };
     }
     if flags != 0 {
         // SAFETY: forwarded.
@@ -529,7 +559,7 @@ unsafe fn release_flagged(object: Object) {
     if h.has(DEAD) {
         // The collector dropped the value and counted it; free the memory.
         // SAFETY: strong is zero and the value is gone.
-        unsafe { header::release_weak_object(object) };
+        unsafe { header::release_weak_dead(object) };
         return;
     }
     // SAFETY: now unflagged; `release` handles it as an ordinary object.
@@ -703,7 +733,7 @@ unsafe fn release_hold(object: Object) {
     h.set_strong(strong);
     if strong == 0 {
         // SAFETY: no handle remains and the value is dropped.
-        unsafe { header::release_weak_object(object) };
+        unsafe { header::release_weak_dead(object) };
     }
 }
 
@@ -735,6 +765,8 @@ unsafe fn release_hold(object: Object) {
 /// ```
 pub fn collect() {
     run(Kind::Full, false);
+    // Memory kept for the next allocations (see `drop_queue`) goes back now.
+    drop_queue::free_all_deferred();
 }
 
 /// Runs a minor collection now: the young generation only, as the default
@@ -742,6 +774,7 @@ pub fn collect() {
 /// collection.
 pub fn collect_minor() {
     run(Kind::Minor, false);
+    drop_queue::free_all_deferred();
 }
 
 /// This thread's collector statistics.
