@@ -163,14 +163,25 @@ impl Graph {
         rebuffer: &mut dyn FnMut(Object),
         unbuffer: &mut dyn FnMut(Object),
     ) -> Verdict {
-        self.ends.push(0);
-        for &root in roots {
+        debug_assert!(self.objects.is_empty() && self.ends.is_empty());
+        // Indices are u32 (see `add_node`).
+        assert!(
+            u32::try_from(roots.len()).is_ok(),
+            "collection graph too large"
+        );
+        for (index, &root) in roots.iter().enumerate() {
             // SAFETY: buffered objects are live.
             let h = unsafe { root.as_ref() };
+            debug_assert!(h.has(BUFFERED) && !h.has(IN_GRAPH) && h.is_alive());
             h.clear_flag(BUFFERED);
             h.inc_strong();
-            self.add_node(root, WAS_BUFFERED, 0);
+            h.set_slot_and_flag(index, IN_GRAPH);
         }
+        // The roots are nodes `0..roots.len()`, as `add_node` would make them.
+        self.objects.extend_from_slice(roots);
+        self.trial.resize(roots.len(), 0);
+        self.state.resize(roots.len(), WAS_BUFFERED);
+        self.ends.push(0);
         self.roots = roots.len();
         let unmark = Unmark {
             graph: self,
