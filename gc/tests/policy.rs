@@ -398,3 +398,54 @@ fn cycle_requests(keep: usize) -> std::collections::VecDeque<Gc<Node>> {
     }
     in_flight
 }
+
+/// Grows the doubly linked list at `head` by `n` nodes, pushing at the head
+/// as the benchmark does: each replaced head is buffered (its handle drops
+/// while the new head still points to it) and stays live.
+fn grow_list(head: &mut Gc<Node>, n: u64) {
+    for _ in 0..n {
+        let node = Node::new();
+        node.link(head);
+        head.link(&node);
+        *head = node;
+    }
+}
+
+#[test]
+fn a_full_collections_live_work_is_paid_for_by_as_many_promotions() {
+    recycler::set_policy(Policy::Adaptive);
+    // A small trigger (8 roots: the floor of the full budget is 256
+    // promotions) and a list larger than that and than a quarter of the old
+    // generation, so that only the new rule holds the next full collection.
+    recycler::set_adaptive_config(AdaptiveConfig::default().min_roots(8));
+    let len: u64 = if cfg!(miri) { 600 } else { 4_000 };
+    let mut head = Node::new();
+    grow_list(&mut head, len);
+    // Every node is in one strongly connected component with the head, so
+    // this traces the whole list, all live, and promotes it.
+    recycler::collect();
+    let base = recycler::stats();
+    assert_eq!(base.old_objects, len + 1);
+    // Building on: minor collections promote the new nodes, and re-buffer
+    // the old ones next to them as old roots. Under CPython's rule alone a
+    // full collection would re-trace the whole list every `len / 4`
+    // promotions; it waits for `len`.
+    grow_list(&mut head, len * 3 / 4);
+    let stats = recycler::stats();
+    assert!(
+        stats.promoted - base.promoted > len / 2,
+        "promoted {}",
+        stats.promoted - base.promoted
+    );
+    assert_eq!(stats.full_collections, base.full_collections);
+    // The rule delays full collections, it does not stop them: once the
+    // list is garbage, further promotions bring one that frees it.
+    let first = Gc::downgrade(&head);
+    head = Node::new();
+    grow_list(&mut head, len * 2);
+    assert!(recycler::stats().full_collections > base.full_collections);
+    assert!(first.upgrade().is_none(), "the first list was collected");
+    drop(head);
+    recycler::collect();
+    assert_eq!(recycler::stats().live, 0);
+}
