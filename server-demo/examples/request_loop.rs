@@ -6,7 +6,8 @@
 //! valgrind --tool=callgrind target/release/examples/request_loop orc 20000
 //! ```
 //!
-//! Modes: `arc-weak`, `orc`, `orc-nim16`; an optional third argument sets
+//! Modes: `arc-weak`, `orc`, `orc-nim16`, and `arc-weak-ws`, `orc-ws` (the
+//! `recycler::sync` pointers of the work-stealing runtime); an optional third argument sets
 //! `AdaptiveConfig::min_roots`. Between requests it allocates and
 //! frees a few buffers of the sizes hyper uses for a request (the read
 //! buffer, the header map, the response), so that the allocator sees the
@@ -28,7 +29,7 @@ mod jsondoc;
 
 use std::hint::black_box;
 
-use family::{Family, GcFamily, WeakRcFamily};
+use family::{Family, GcFamily, SyncGcFamily, SyncWeakRcFamily, WeakRcFamily};
 use hubs::Hubs;
 use recycler::Policy;
 
@@ -79,6 +80,21 @@ fn main() {
         "orc-nim16" => {
             recycler::set_policy(Policy::Nim16);
             run::<GcFamily>(requests)
+        }
+        // The work-stealing runtime's pointers (`recycler::sync`), on one
+        // thread: the mutator's and the collector's instructions without the
+        // scheduler's.
+        "arc-weak-ws" => run::<SyncWeakRcFamily>(requests),
+        "orc-ws" => {
+            run::<SyncGcFamily>(requests);
+            recycler::sync::collect();
+            let s = recycler::sync::stats();
+            println!(
+                "sync: freed_by_collector {} collections {} traced {}",
+                s.freed_by_collector,
+                s.collections(),
+                s.nodes_traced
+            );
         }
         other => panic!("unknown mode {other}"),
     }
