@@ -6,7 +6,7 @@
 //! grows with the length of the chain. Here a free nested in another free's
 //! drop runs in place, as in `std::rc` (children freed before their parent's
 //! memory, while the allocator's caches are warm), but only while the stack
-//! is less than [`STACK_BUDGET`] bytes deeper than where the outermost free
+//! is less than [`STACK_BUDGET`](stack::STACK_BUDGET) bytes deeper than where the outermost free
 //! started; deeper ones are pushed onto a per-thread stack. The outermost
 //! free on a thread is the *drainer*: after its own value it frees the
 //! stacked objects one by one, each again with up to `STACK_BUDGET` of
@@ -50,6 +50,7 @@ use std::panic::{self, AssertUnwindSafe};
 
 use crate::collector;
 use crate::header::{self, Object, RcBox};
+use crate::stack::{self, stack_address, Frame};
 use crate::unsize::Pointee;
 
 /// Room for one pointer to a queued object (thin or wide), kept as raw bytes
@@ -92,55 +93,6 @@ thread_local! {
     /// zero when none runs. Apart from `QUEUE` so that reading it is a
     /// plain thread-local load (no destructor to register).
     static BASE: Cell<usize> = const { Cell::new(0) };
-}
-
-/// Frees nested less than this many bytes of stack below the drainer run in
-/// place; deeper ones are queued. About fifty levels of a small node's drop
-/// (a `drop_slow` and a drop glue frame each, in release builds): enough
-/// for the trees of the benchmarks and for shallow graphs.
-const STACK_BUDGET: usize = 4096;
-
-/// An address in the caller's stack frame: how deep the stack is, as a
-/// depth counter would say, but without a store before and after every
-/// nested drop (a counter made the in-place free 11 instructions longer).
-#[cfg(not(miri))]
-#[inline(always)]
-fn stack_address() -> usize {
-    let here = 0u8;
-    core::ptr::addr_of!(here) as usize
-}
-
-/// Under Miri, whose locals are not laid out as a stack, a simulated stack
-/// pointer that each in-place free ([`Frame`]) moves down by a sixteenth of
-/// the budget: sixteen levels in place, then the queue, so that the tests
-/// run both paths there too.
-#[cfg(miri)]
-fn stack_address() -> usize {
-    MIRI_SP.with(Cell::get)
-}
-
-#[cfg(miri)]
-thread_local! {
-    static MIRI_SP: Cell<usize> = const { Cell::new(usize::MAX / 2) };
-}
-
-/// One in-place free on the simulated stack of Miri; nothing otherwise.
-struct Frame;
-
-impl Frame {
-    #[inline(always)]
-    fn enter() -> Self {
-        #[cfg(miri)]
-        MIRI_SP.with(|sp| sp.set(sp.get() - STACK_BUDGET / 16));
-        Frame
-    }
-}
-
-#[cfg(miri)]
-impl Drop for Frame {
-    fn drop(&mut self) {
-        MIRI_SP.with(|sp| sp.set(sp.get() + STACK_BUDGET / 16));
-    }
 }
 
 impl Queue {
@@ -332,7 +284,7 @@ unsafe fn finish_queued<P: Dying>(raw: Raw) {
 }
 
 /// Frees `object` now (as the drainer if none runs, or nested in place
-/// within [`STACK_BUDGET`] of the drainer's frame), or queues it.
+/// within [`STACK_BUDGET`](stack::STACK_BUDGET) of the drainer's frame), or queues it.
 ///
 /// # Safety
 /// As for [`free_typed`], for `object`.
@@ -342,7 +294,7 @@ unsafe fn free<P: Dying>(object: P) {
     // One test: with no drainer (`base == 0`) the difference wraps to a
     // huge value, and so it does on a stack that grows upwards (everything
     // is queued there: slower, still bounded).
-    if base.wrapping_sub(stack_address()) < STACK_BUDGET {
+    if stack::within_budget(base) {
         let run = {
             let _frame = Frame::enter();
             // Only the value's drop is inside the catch: the release after
@@ -364,7 +316,7 @@ unsafe fn free<P: Dying>(object: P) {
 
 /// The rest of [`free`], out of line so that the nested path keeps few
 /// registers: the outermost free (`base == 0`) becomes the drainer; a free
-/// nested deeper than [`STACK_BUDGET`] is queued.
+/// nested deeper than [`STACK_BUDGET`](stack::STACK_BUDGET) is queued.
 ///
 /// # Safety
 /// As for [`free`].

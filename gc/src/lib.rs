@@ -64,6 +64,7 @@ mod guards;
 mod handle;
 mod header;
 mod pointer;
+mod stack;
 
 pub mod gc;
 pub mod policy;

@@ -5,7 +5,7 @@
 //! would recurse ten million times. As in the single-threaded pointers
 //! (`crate::drop_queue`), a drop nested in another runs in place (as in
 //! `std::sync::Arc`: children freed before their parent's memory, while the
-//! caches are warm) only while the stack is less than [`STACK_BUDGET`] bytes
+//! caches are warm) only while the stack is less than [`STACK_BUDGET`](stack::STACK_BUDGET) bytes
 //! deeper than where the outermost drop on this thread started (the
 //! *drainer*); deeper ones are pushed onto a thread-local queue, which the
 //! drainer works through after its own value, each entry again with up to
@@ -29,6 +29,7 @@ use core::ptr::NonNull;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 
 use super::header::Header;
+use crate::stack::{self, stack_address, Frame};
 
 type Pending = (NonNull<Header>, u64);
 
@@ -74,61 +75,18 @@ const NO_DRAINER: usize = 0;
 /// address, and `1 - sp` wraps to a huge distance).
 const QUEUE_ONLY: usize = 1;
 
-/// Drops nested less than this many bytes of stack below the drainer run in
-/// place; deeper ones are queued (as `crate::drop_queue`).
-const STACK_BUDGET: usize = 4096;
-
-/// An address in the caller's stack frame: how deep the stack is.
-#[cfg(not(miri))]
-#[inline(always)]
-fn stack_address() -> usize {
-    let here = 0u8;
-    core::ptr::addr_of!(here) as usize
-}
-
-/// Under Miri, a simulated stack pointer that each in-place drop
-/// ([`Frame`]) moves down by a sixteenth of the budget.
-#[cfg(miri)]
-fn stack_address() -> usize {
-    MIRI_SP.with(Cell::get)
-}
-
-#[cfg(miri)]
-std::thread_local! {
-    static MIRI_SP: Cell<usize> = const { Cell::new(usize::MAX / 2) };
-}
-
-/// One in-place drop on Miri's simulated stack; nothing otherwise.
-struct Frame;
-
-impl Frame {
-    #[inline(always)]
-    fn enter() -> Self {
-        #[cfg(miri)]
-        MIRI_SP.with(|sp| sp.set(sp.get() - STACK_BUDGET / 16));
-        Frame
-    }
-}
-
-#[cfg(miri)]
-impl Drop for Frame {
-    fn drop(&mut self) {
-        MIRI_SP.with(|sp| sp.set(sp.get() + STACK_BUDGET / 16));
-    }
-}
-
 /// Whether a drop may run in place under drainer `base`: within the budget
 /// below it (one test: with no drainer or in a batch the difference wraps
 /// to a huge value, and so it does on a stack that grows upwards, where
 /// everything is queued: slower, still bounded). Never under loom.
 #[inline(always)]
 fn in_place(base: usize) -> bool {
-    cfg!(not(loom)) && base.wrapping_sub(stack_address()) < STACK_BUDGET
+    cfg!(not(loom)) && stack::within_budget(base)
 }
 
 /// Drops the value of `this` (whose count reached zero by the RMW that
 /// returned `old`) and finishes its release: in place if this thread is
-/// dropping values less than [`STACK_BUDGET`] above, as the drainer if it is
+/// dropping values less than [`STACK_BUDGET`](stack::STACK_BUDGET) above, as the drainer if it is
 /// not, queued otherwise (deeper, or inside a collection's [`batch`]).
 pub(crate) fn drop_value_later(this: NonNull<Header>, old: u64) {
     match BASE.try_with(Cell::get) {
