@@ -251,6 +251,16 @@ pub struct Summary {
     pub peak_rss_mib: f64,
     /// Median RSS growth, MiB/min.
     pub rss_growth_mib_per_min: f64,
+    /// Largest relative distance of RSS from its value 30 s into the
+    /// measured load, over the rest of the load (the worst run; `None` when
+    /// runs are shorter than a minute).
+    #[serde(default)]
+    pub rss_drift_after_30s: Option<f64>,
+    /// Share of the heap lock's acquisitions that found it held
+    /// (orc-nim16-faithful's `locked-alloc` defect; `None` when the lock was
+    /// not taken).
+    #[serde(default)]
+    pub heap_lock_contended: Option<f64>,
     /// Median objects live at the end of a run.
     pub live_at_end: u64,
     /// Median objects freed by the collector during a measured run.
@@ -616,6 +626,22 @@ fn summarize(variants: &[Variant], runs: &[Run]) -> Vec<Summary> {
                 latency_p99_ms: med(&|r| r.load.latency_p99_ms),
                 peak_rss_mib: rs.iter().map(|r| r.peak_rss_bytes).max().unwrap_or(0) as f64 / MIB,
                 rss_growth_mib_per_min: med(&|r| r.rss_growth_mib_per_min),
+                rss_drift_after_30s: rs
+                    .iter()
+                    .filter_map(|r| rss_drift_after(&r.rss, 30.0))
+                    .reduce(f64::max),
+                heap_lock_contended: {
+                    let lock = |f: fn(&crate::locked_alloc::LockCounts) -> u64| {
+                        rs.iter()
+                            .map(|r| {
+                                f(&r.stats_after.heap_lock)
+                                    .saturating_sub(f(&r.stats_before.heap_lock))
+                            })
+                            .sum::<u64>()
+                    };
+                    let acquired = lock(|c| c.acquired);
+                    (acquired > 0).then(|| lock(|c| c.contended) as f64 / acquired as f64)
+                },
                 live_at_end: med(&|r| r.stats_after.total.live as f64) as u64,
                 freed_by_collector: med(&|r| r.delta(|t| t.freed_by_collector) as f64) as u64,
                 collections: med(&|r| r.delta(|t| t.collections()) as f64) as u64,
@@ -645,6 +671,22 @@ fn summarize(variants: &[Variant], runs: &[Run]) -> Vec<Summary> {
         s.ratio_to_arc = arc.map(|(a, _)| rps / a);
     }
     out
+}
+
+/// Largest `|rss(t) - rss(at)| / rss(at)` over the samples after `at`
+/// seconds, where `rss(at)` is the first sample at or after `at`; `None`
+/// unless the samples reach at least `2 × at`.
+fn rss_drift_after(samples: &[(f64, u64)], at: f64) -> Option<f64> {
+    let last = samples.last()?.0;
+    if last < 2.0 * at {
+        return None;
+    }
+    let start = samples.iter().position(|&(t, _)| t >= at)?;
+    let base = samples[start].1.max(1) as f64;
+    samples[start..]
+        .iter()
+        .map(|&(_, b)| (b as f64 - base).abs() / base)
+        .reduce(f64::max)
 }
 
 /// One defect's part in the collapse of `orc-nim16-faithful` against
@@ -798,6 +840,28 @@ pub fn render_table(
             ratio(s.cpu_ratio_to_baseline),
         ));
     }
+    for s in summary {
+        if let Some(drift) = s.rss_drift_after_30s {
+            out.push_str(&format!(
+                "\n{}: RSS stayed within {:.1} % of its value 30 s into the load",
+                s.label,
+                drift * 100.0
+            ));
+        }
+        if let Some(contended) = s.heap_lock_contended {
+            out.push_str(&format!(
+                "\n{}: heap lock contended on {:.3} % of its acquisitions",
+                s.label,
+                contended * 100.0
+            ));
+        }
+    }
+    if summary
+        .iter()
+        .any(|s| s.rss_drift_after_30s.is_some() || s.heap_lock_contended.is_some())
+    {
+        out.push('\n');
+    }
     let errors: u64 = summary.iter().map(|s| s.errors).sum();
     let non_2xx: u64 = summary.iter().map(|s| s.non_2xx).sum();
     if errors + non_2xx > 0 {
@@ -878,6 +942,25 @@ mod tests {
         assert_eq!(slope(&[(0.0, 1.0)]), 0.0);
         let line: Vec<(f64, f64)> = (0..10).map(|i| (i as f64, 3.0 * i as f64 + 1.0)).collect();
         assert!((slope(&line) - 3.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn rss_drift_is_measured_from_the_first_sample_at_30_s() {
+        let mib = 1 << 20;
+        // Warm-up (negative times) and the first 30 s do not count.
+        let samples = [
+            (-5.0, 1),
+            (0.0, 5 * mib),
+            (29.0, 50 * mib),
+            (30.5, 20 * mib),
+            (45.0, 21 * mib),
+            (60.0, 19 * mib),
+        ];
+        let drift = rss_drift_after(&samples, 30.0).unwrap();
+        assert!((drift - 0.05).abs() < 1e-12, "{drift}");
+        // A run shorter than a minute has no drift figure.
+        assert_eq!(rss_drift_after(&samples[..5], 30.0), None);
+        assert_eq!(rss_drift_after(&[], 30.0), None);
     }
 
     fn parse(args: &[&str]) -> CompareArgs {
