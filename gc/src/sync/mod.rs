@@ -269,8 +269,11 @@
 //! more buffered objects die by counting before they are judged (they cost
 //! no tracing) and traces an object decremented many times once: dumpster's
 //! random operations (whose minor collections find nearly everything live)
-//! trace 7.4k objects instead of 21.5k, while churn and request cycles
-//! (mostly garbage) keep the floor.
+//! trace 7.4k objects instead of 21.5k (2.5 % fewer instructions in all:
+//! the objects that died by counting while buffered are freed when their
+//! entries are drained, and larger batches of frees cost the allocator
+//! part of the gain), while churn, hubs and request cycles (mostly
+//! garbage) keep the floor.
 //! Garbage a collection frees does not raise the threshold, so each thread
 //! leaves at most `max(4096, live traced)` roots between collections.
 //! Because one thread collecting can be slower than another that only
