@@ -78,7 +78,16 @@ fn random_run<H: SyncHeap>(threads: usize, ops: usize, repeat: usize) {
             / (repeat - 1) as u32;
     }
     H::collect();
-    eprintln!("{:.1} ms", t.as_secs_f64() * 1e3);
+    let s = recycler::sync::stats();
+    eprintln!(
+        "{:.1} ms; sync collections {} (minor {}), traced {}, promoted {}, freed by collector {}",
+        t.as_secs_f64() * 1e3,
+        s.minor_collections + s.full_collections,
+        s.minor_collections,
+        s.nodes_traced,
+        s.promoted,
+        s.freed_by_collector
+    );
 }
 
 fn main() {

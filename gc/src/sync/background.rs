@@ -38,7 +38,12 @@ use crate::Policy;
 #[non_exhaustive]
 pub enum CollectorMode {
     /// On the thread whose buffering made one due (the default: faster on
-    /// 2 cores; see the module docs' measurements).
+    /// 2 cores; see the module docs' measurements). Measured on a shared
+    /// 2-vCPU machine: the work-stealing server at 256 connections spent
+    /// 14.0 µs of server CPU per request with it against 16.9 µs with the
+    /// collector thread (consecutive runs); dumpster's random operations
+    /// took 7–8 % more process CPU with the thread (the hand-over and the
+    /// objects crossing cores), on 1 and on 2 threads.
     #[default]
     Mutators,
     /// On a collector thread: mutators only buffer roots (and wait for it,

@@ -618,6 +618,11 @@ fn collect_locked(global: &Global, w: &mut Work, kind: Kind) -> (usize, usize, P
     // trigger); without generations, every live object traced.
     let wasted = if promote { promoted } else { traced - freed };
     global.last_live_traced.store(wasted as u64, Relaxed);
+    // The trigger's interval follows the yield (not for Nim16, whose
+    // threads keep their own rule).
+    if promote {
+        global.adapt_level(freed, traced);
+    }
     // Last: the per-thread triggers restart when they see a new epoch.
     global.collections.fetch_add(1, Relaxed);
     global.total_pause_ns.fetch_add(pause, Relaxed);

@@ -262,9 +262,20 @@
 //! buffered since the last collection (by any thread) reach the number of
 //! objects the last collection traced, found *live* and promoted — the work
 //! it wasted, as the single-threaded collector's young threshold — and at
-//! least 1024.
+//! least the *interval*, which follows the yield of the collections (Nim's
+//! rule, process-wide): after a collection that freed less than half of
+//! what it traced the interval grows by half, up to 4096 roots; after one
+//! that freed at least half it halves, down to 1024. A longer interval lets
+//! more buffered objects die by counting before they are judged (they cost
+//! no tracing) and traces an object decremented many times once: dumpster's
+//! random operations (whose minor collections find nearly everything live)
+//! trace 7.4k objects instead of 21.5k (2.5 % fewer instructions in all:
+//! the objects that died by counting while buffered are freed when their
+//! entries are drained, and larger batches of frees cost the allocator
+//! part of the gain), while churn, hubs and request cycles (mostly
+//! garbage) keep the floor.
 //! Garbage a collection frees does not raise the threshold, so each thread
-//! leaves at most `max(1024, live traced)` roots between collections.
+//! leaves at most `max(4096, live traced)` roots between collections.
 //! Because one thread collecting can be slower than another that only
 //! allocates, a thread that has buffered four times its threshold while
 //! another thread collects waits for that collection (at most 10 ms per

@@ -53,6 +53,39 @@ static NIM_SHARED: core::sync::atomic::AtomicUsize =
 /// little is live.
 const ADAPTIVE_MIN: usize = 1024;
 
+/// The Adaptive interval grows at most to this multiple of [`ADAPTIVE_MIN`]
+/// (so a thread leaves at most 4096 roots, and waits for a running
+/// collection at 16384; see [`PACE`]).
+const ADAPTIVE_MAX_FACTOR: usize = 4;
+
+/// The Adaptive interval after a collection that traced `traced` objects
+/// and freed `freed`, from `level` (Nim's yield rule, on the interval
+/// between collections): a collection that freed less than half of what it
+/// traced spent most of its work on live objects, so the next one waits
+/// 1.5 times as many roots (up to `ADAPTIVE_MAX_FACTOR × ADAPTIVE_MIN`);
+/// one that freed at least half halves it (down to [`ADAPTIVE_MIN`]).
+///
+/// Why: in a longer interval more of the buffered objects die by counting
+/// before they are judged (they cost no tracing), and an object decremented
+/// several times is traced once; the price is the garbage that waits, so
+/// the interval shrinks back as soon as collections find mostly garbage
+/// (churn, request cycles) and stays bounded.
+pub(crate) fn next_level(level: usize, freed: usize, traced: usize) -> usize {
+    if traced == 0 {
+        level
+    } else if freed.saturating_mul(2) >= traced {
+        (level / 2).max(ADAPTIVE_MIN)
+    } else {
+        (level.saturating_mul(3) / 2).min(ADAPTIVE_MAX_FACTOR * ADAPTIVE_MIN)
+    }
+}
+
+/// The Adaptive interval now (for tests).
+#[cfg(test)]
+pub(crate) fn adaptive_level() -> usize {
+    global().level.load(Relaxed) as usize
+}
+
 /// A full collection is due under Adaptive once the objects promoted since
 /// the last one, or the old roots waiting, exceed `1 / FULL_DIVISOR` of the
 /// old objects counted at the last full collection (CPython's rule, as the
@@ -112,6 +145,9 @@ pub(crate) struct Global {
     /// Objects the last collection traced and found live that were not
     /// old already (its wasted work; what the next one may waste again).
     pub(crate) last_live_traced: StatCounter,
+    /// The Adaptive trigger's level (roots per thread between collections),
+    /// adapted to the yield of the collections (see `adapt_level`).
+    pub(crate) level: StatCounter,
     /// Objects ever promoted.
     pub(crate) promoted: StatCounter,
     pub(crate) promoted_since_full: StatCounter,
@@ -140,6 +176,7 @@ impl Global {
             minor_collections: StatCounter::new(0),
             nodes_traced: StatCounter::new(0),
             last_live_traced: StatCounter::new(0),
+            level: StatCounter::new(ADAPTIVE_MIN as u64),
             promoted: StatCounter::new(0),
             promoted_since_full: StatCounter::new(0),
             old_at_full: StatCounter::new(0),
@@ -169,6 +206,14 @@ impl Global {
             .load(Relaxed)
             .max(self.old_roots_waiting.load(Relaxed));
         pending > budget
+    }
+
+    /// Adapts the Adaptive trigger's interval to the yield of a collection
+    /// that traced `traced` objects and freed `freed` (see [`next_level`]).
+    pub(crate) fn adapt_level(&self, freed: usize, traced: usize) {
+        let level = self.level.load(Relaxed) as usize;
+        self.level
+            .store(next_level(level, freed, traced) as u64, Relaxed);
     }
 
     /// Old objects alive now: promoted, minus those freed since (exact once
@@ -403,9 +448,11 @@ pub(crate) fn push_root(entry: Entry) {
                 l.since.set(l.since.get() + 1);
                 // Collect once the roots could pay for the live objects the
                 // last collection traced in vain (as the single-threaded
-                // collector's young threshold), at least `ADAPTIVE_MIN`.
+                // collector's young threshold), and at least the interval
+                // that the yield of the collections set (`next_level`).
                 let wasted = global.last_live_traced.load(Relaxed) as usize;
-                let threshold = ADAPTIVE_MIN.max(wasted);
+                let level = global.level.load(Relaxed) as usize;
+                let threshold = level.max(wasted);
                 let kind = || {
                     if global.full_due() {
                         Kind::Full { promote: true }

@@ -674,3 +674,57 @@ fn cycles_within_and_across_pin_windows() {
     assert_eq!(drops.load(SeqCst), 2 * pairs + 2 * ring);
     assert!(weak.upgrade().is_none());
 }
+
+#[test]
+fn adaptive_interval_follows_the_yield() {
+    // The rule: half or more freed halves the interval (not below 1024);
+    // less than half grows it by half (not above 4096).
+    assert_eq!(state::next_level(1024, 0, 100), 1536);
+    assert_eq!(state::next_level(3072, 49, 100), 4096);
+    assert_eq!(state::next_level(4096, 0, 100), 4096);
+    assert_eq!(state::next_level(4096, 50, 100), 2048);
+    assert_eq!(state::next_level(1536, 100, 100), 1024);
+    assert_eq!(state::next_level(2048, 0, 0), 2048);
+
+    let _s = serial();
+    let drops = Arc::new(AtomicUsize::new(0));
+    // Collections that free everything bring the interval to its floor.
+    for _ in 0..3 {
+        let a = node(&drops);
+        link(&a, &a);
+        drop(a);
+        collect();
+    }
+    assert_eq!(state::adaptive_level(), 1024);
+    assert_eq!(drops.load(SeqCst), 3);
+    set_policy(Policy::Adaptive);
+    // 1024 live roots: the 1024th triggers a collection on this thread that
+    // frees nothing; the next collection waits for 1536 roots.
+    let keep: Vec<_> = (0..1024).map(|_| node(&drops)).collect();
+    let before = stats();
+    for k in &keep {
+        drop(k.clone());
+    }
+    let after = stats();
+    assert_eq!(
+        after.minor_collections + after.full_collections,
+        before.minor_collections + before.full_collections + 1
+    );
+    assert_eq!(state::adaptive_level(), 1536);
+    // 1535 garbage roots collect nothing; the 1536th collects them all,
+    // and the interval shrinks back.
+    for i in 0..1536 {
+        let a = node(&drops);
+        link(&a, &a);
+        drop(a);
+        if i == 1534 {
+            assert_eq!(drops.load(SeqCst), 3);
+        }
+    }
+    assert_eq!(drops.load(SeqCst), 3 + 1536);
+    assert_eq!(state::adaptive_level(), 1024);
+    set_policy(Policy::Manual);
+    drop(keep);
+    collect();
+    assert_eq!(drops.load(SeqCst), 3 + 1536 + 1024);
+}
