@@ -42,12 +42,14 @@ pub struct Stats {
     /// process's CPU. Where no thread CPU clock is available (non-unix
     /// targets, Miri), it counts the wall-clock time. Reading that clock is
     /// a system call (about a microsecond on a virtual machine), so short
-    /// collections count their wall-clock time too (a preemption inside
-    /// them can only add that much): the thread-safe collector's of 20 µs
-    /// or less; the single-threaded collector, whose collections are
+    /// collections count their wall-clock time too: the thread-safe
+    /// collector's of 20 µs or less (a preemption inside them can only add
+    /// that much). The single-threaded collector, whose collections are
     /// frequent and mostly shorter than one such call, reads it only once a
     /// collection has run for 10 µs (checked every 64 objects it traces or
-    /// frees) and counts the time before at its wall-clock length.
+    /// frees) and counts the time before that read at its wall-clock
+    /// length: a preemption there (within the first 10 µs, or the traces
+    /// and drops up to the next check) is counted.
     pub total_pause_cpu: Duration,
 }
 
@@ -197,4 +199,37 @@ fn thread_cpu_time() -> Option<Duration> {
 #[cfg(not(all(unix, not(miri))))]
 fn thread_cpu_time() -> Option<Duration> {
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{LazyPauseTimer, CPU_CLOCK_AFTER};
+    use core::time::Duration;
+
+    /// A collection that ends before a checkpoint reads the CPU clock counts
+    /// its wall-clock time; one that reads it and then waits (here, sleeps)
+    /// does not count the wait, and never counts more than its wall time.
+    #[test]
+    fn lazy_timer_counts_wall_time_until_it_reads_the_cpu_clock() {
+        let short = LazyPauseTimer::start();
+        let (wall, cpu) = short.stop();
+        assert_eq!(cpu, wall);
+
+        let mut long = LazyPauseTimer::start();
+        long.checkpoint(); // too early: no read
+        while long.wall.elapsed() < CPU_CLOCK_AFTER {}
+        long.checkpoint();
+        std::thread::sleep(Duration::from_millis(50));
+        let (wall, cpu) = long.stop();
+        assert!(cpu <= wall, "cpu {cpu:?} > wall {wall:?}");
+        assert!(cpu >= CPU_CLOCK_AFTER, "cpu {cpu:?}");
+        if cfg!(all(unix, not(miri))) {
+            assert!(
+                cpu < wall / 2,
+                "the sleep counted: cpu {cpu:?}, wall {wall:?}"
+            );
+        } else {
+            assert_eq!(cpu, wall);
+        }
+    }
 }
