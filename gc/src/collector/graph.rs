@@ -267,6 +267,9 @@ impl Graph {
             let end = u32::try_from(self.edges.len()).expect("collection graph too large");
             self.ends.push(end);
             i += 1;
+            if i % super::CHECKPOINT_EVERY == 0 {
+                super::checkpoint();
+            }
         }
         self.scratch = scratch;
     }

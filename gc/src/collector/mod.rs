@@ -89,7 +89,7 @@ use self::graph::Graph;
 use crate::drop_queue;
 use crate::header::{self, Header, Object, BUFFERED, DEAD, IN_GRAPH, OLD};
 use crate::policy::Policy;
-use crate::stats::{PauseTimer, Stats};
+use crate::stats::{LazyPauseTimer, Stats};
 #[cfg(doc)]
 use crate::trace::Trace;
 
@@ -127,6 +127,24 @@ thread_local! {
         }
     };
     static STATE: RefCell<State> = RefCell::new(State::default());
+    /// The running collection's timer (see [`checkpoint`]).
+    static PAUSE: Cell<Option<LazyPauseTimer>> = const { Cell::new(None) };
+}
+
+/// How many objects a collection traces, or frees, between two
+/// [`checkpoint`]s.
+const CHECKPOINT_EVERY: usize = 64;
+
+/// Lets the running collection's timer read the thread CPU clock if the
+/// collection has run long enough (see `LazyPauseTimer`); called every
+/// [`CHECKPOINT_EVERY`] objects traced or freed.
+fn checkpoint() {
+    PAUSE.with(|p| {
+        if let Some(mut timer) = p.get() {
+            timer.checkpoint();
+            p.set(Some(timer));
+        }
+    });
 }
 
 /// The floor of the full-collection budget, in units of `min_roots` (1024
@@ -479,9 +497,16 @@ pub(crate) fn set_deferred(n: usize) {
     COUNTERS.with(|c| c.deferred.set(n))
 }
 
-/// Objects allocated and not yet freed on this thread.
+/// Objects allocated and not yet freed on this thread. Inlined (a plain
+/// thread-local load): `buffer` asks on every root, and the out-of-line
+/// `LocalKey::with` it got cost a call each time.
+#[inline(always)]
 fn live_objects() -> u64 {
-    COUNTERS.with(|c| c.allocated.get() - c.freed_by_rc.get() - c.collected.get())
+    let c: *const Counters = COUNTERS.with(core::ptr::from_ref);
+    // SAFETY: `COUNTERS` has no destructor, so its storage lives as long as
+    // this thread; the reference does not escape this function.
+    let c = unsafe { &*c };
+    c.allocated.get() - c.freed_by_rc.get() - c.collected.get()
 }
 
 /// Buffers `object` as a possible cycle root and runs a collection if the
@@ -623,10 +648,11 @@ fn run(kind: Kind, ripen: bool) {
     impl Drop for Running {
         fn drop(&mut self) {
             COUNTERS.with(|c| c.collecting.set(false));
+            PAUSE.with(|p| p.set(None));
         }
     }
     let running = Running;
-    let timer = PauseTimer::start();
+    PAUSE.with(|p| p.set(Some(LazyPauseTimer::start())));
     let taken = STATE.try_with(|state| {
         let mut state = state.borrow_mut();
         let promote = state.policy == Policy::Adaptive;
@@ -663,7 +689,9 @@ fn run(kind: Kind, ripen: bool) {
     graph.garbage.clear();
     graph.held.clear();
     roots.clear();
-    let (pause, cpu) = timer.stop();
+    let (pause, cpu) = PAUSE
+        .with(Cell::take)
+        .map_or((Duration::ZERO, Duration::ZERO), |timer| timer.stop());
     STATE.with(|state| {
         let mut state = state.borrow_mut();
         state.spare = roots;
@@ -707,6 +735,9 @@ fn kill(garbage: &[Object], held: &[Object]) {
             let dropped = panic::catch_unwind(AssertUnwindSafe(|| {
                 while let Some(&object) = garbage.get(next) {
                     next += 1;
+                    if next % CHECKPOINT_EVERY == 0 {
+                        checkpoint();
+                    }
                     // SAFETY: the value is alive (objects become DEAD only
                     // when judged, and the verdict contains no DEAD object);
                     // nothing references it but other members and handles
