@@ -166,6 +166,8 @@ pub(crate) struct Work {
     guards: GuardSink,
     entries: Vec<Entry>,
     stack: Vec<u32>,
+    /// The nodes found live (step 3), in marking order.
+    live: Vec<u32>,
     /// Union-find parents, then component numbers by node.
     parent: Vec<u32>,
     member_of: Vec<u32>,
@@ -247,6 +249,7 @@ impl Work {
         self.targets.clear();
         self.entries.clear();
         self.stack.clear();
+        self.live.clear();
         self.parent.clear();
         self.member_of.clear();
         self.members.clear();
@@ -527,39 +530,49 @@ fn collect_locked(global: &Global, w: &mut Work, kind: Kind) -> (usize, usize, P
     let traced = w.nodes.len();
     let n = traced;
 
-    // 3. Trial deletion on private counts.
+    // 3. Trial deletion on private counts. The live nodes are listed in
+    //    `w.live` (the marking's work list, kept: step 6 releases them) and
+    //    promoted as they are marked (`promote_node`).
+    let mut promoted = 0;
     for i in 0..n {
         let node = &mut w.nodes[i];
         if node.trial != 0 || node.kept {
             node.live = true;
-            w.stack.push(i as u32);
+            w.live.push(i as u32);
             if node.kept || node.trial < 0 {
                 // Opaque right now (a locked cell) or seen inconsistently
                 // while it changed: not known to be live, so look again
                 // next time.
                 rebuffer(node.header);
+            } else if promote {
+                promoted += promote_node(node, minor, &mut w.old_roots);
             }
         }
     }
-    while let Some(i) = w.stack.pop() {
+    let mut next = 0;
+    while let Some(&i) = w.live.get(next) {
+        next += 1;
         let (a, b) = w.nodes[i as usize].edges;
         for &j in &w.edges[a as usize..b as usize] {
-            if !w.nodes[j as usize].live {
-                w.nodes[j as usize].live = true;
-                w.stack.push(j);
+            let node = &mut w.nodes[j as usize];
+            if !node.live {
+                node.live = true;
+                w.live.push(j);
+                // Marked from a live node, not by its own count: `trial`
+                // is zero and `kept` clear (else the loop above marked it).
+                if promote {
+                    promoted += promote_node(node, minor, &mut w.old_roots);
+                }
             }
         }
     }
-    let promoted = if promote {
-        promote_live(global, w, minor)
-    } else {
-        0
-    };
+    flush_old_roots(global, &mut w.old_roots);
 
     // 4. Validation. Fast path: the whole candidate garbage at once, when all
     //    of it was pinned (its Σ-test is the trial itself); otherwise, or if
     //    a Δ-test fails, component by component with a re-trace.
-    if !claim_pinned(w, window) {
+    let pinned = claim_pinned(w, window);
+    if !pinned {
         validate_components(w);
     }
 
@@ -594,10 +607,18 @@ fn collect_locked(global: &Global, w: &mut Work, kind: Kind) -> (usize, usize, P
         global.old_freed_by_collector.fetch_add(old_freed, Relaxed);
     }
 
-    // 6. Everything else.
+    // 6. Everything else: after the fast path, exactly the live nodes (every
+    //    other node was doomed and released in step 5); after the slow path,
+    //    also the members of the components that failed validation.
     w.guards.clear();
-    for i in 0..w.nodes.len() {
-        w.release(i);
+    if pinned {
+        for k in 0..w.live.len() {
+            w.release(w.live[k] as usize);
+        }
+    } else {
+        for i in 0..w.nodes.len() {
+            w.release(i);
+        }
     }
 
     let (pause, cpu) = timer.stop();
@@ -871,10 +892,9 @@ fn validate_components(w: &mut Work) {
     }
 }
 
-/// Promotes the live nodes (except those a cell kept opaque or whose count
-/// was inconsistent: they were buffered again as young roots) and, after a
-/// minor collection, buffers again as old roots those with a positive trial
-/// count. Returns how many were promoted.
+/// Promotes a node found live (not kept opaque by a cell, count consistent)
+/// and, after a minor collection, queues it as an old root (in `old_roots`)
+/// if its trial count is positive. Returns 1 if it was young.
 ///
 /// The cross-generation rule: a minor collection sees a reference from an
 /// old object as external, so a positive trial count does not prove the
@@ -882,26 +902,20 @@ fn validate_components(w: &mut Work) {
 /// next full collection judges it (without the rule, a garbage cycle through
 /// both generations whose only buffered member was young would leave every
 /// buffer and leak for ever).
-fn promote_live(global: &Global, w: &mut Work, minor: bool) -> usize {
+fn promote_node(node: &Node, minor: bool, old_roots: &mut Vec<Entry>) -> usize {
+    debug_assert!(node.live && !node.kept && node.trial >= 0);
+    // SAFETY: held; collector lock held.
+    let header = unsafe { node.header.as_ref() };
     let mut promoted = 0;
-    for i in 0..w.nodes.len() {
-        let node = &w.nodes[i];
-        if !w.nodes[i].live || node.kept || w.nodes[i].trial < 0 {
-            continue;
-        }
-        // SAFETY: held; collector lock held.
-        let header = unsafe { node.header.as_ref() };
+    // SAFETY: as above.
+    if !unsafe { header.generation.is_old() } {
         // SAFETY: as above.
-        if !unsafe { header.generation.is_old() } {
-            // SAFETY: as above.
-            unsafe { header.generation.promote() };
-            promoted += 1;
-        }
-        if minor && w.nodes[i].trial > 0 && header.rebuffer() {
-            w.old_roots.push(Entry(node.header));
-        }
+        unsafe { header.generation.promote() };
+        promoted = 1;
     }
-    flush_old_roots(global, &mut w.old_roots);
+    if minor && node.trial > 0 && header.rebuffer() {
+        old_roots.push(Entry(node.header));
+    }
     promoted
 }
 
