@@ -4,7 +4,9 @@
 //! sync_profile`, then
 //! `valgrind --tool=callgrind target/release/sync_profile hub recycler-sync-gc 10000 100000`.
 //!
-//! Workloads: `hub <pointer> <H> <requests>` (one thread),
+//! Workloads: `hub <pointer> <H> <requests>` (one thread; with `<runs>`,
+//! prints the median and minimum ns per request of the runs after the
+//! first, the leaking pointer's release untimed),
 //! `churn <pointer> <threads> <cycles per thread>` and
 //! `random <pointer> <threads> <operations>` (the threaded random
 //! operations), each with an optional last argument `<runs>`: the workload
@@ -25,26 +27,43 @@ use benches::workloads::{cycle_churn, threaded};
 
 fn usage() -> ! {
     eprintln!(
-        "usage: sync_profile hub <recycler-sync-gc|recycler-sync-gc-thread|arc-leak|arc> <H> <requests>\n       \
+        "usage: sync_profile hub <recycler-sync-gc|recycler-sync-gc-thread|arc-leak|arc> <H> <requests> [runs]\n       \
          sync_profile churn <recycler-sync-gc|recycler-sync-gc-thread|arc-leak> <threads> <cycles> [runs]\n       \
          sync_profile random <recycler-sync-gc|recycler-sync-gc-thread|arc> <threads> <operations> [runs]"
     );
     std::process::exit(2);
 }
 
-fn hub_run<H: Heap>(h: usize, requests: usize, leak: bool, back: Back) {
+fn hub_run<H: Heap>(h: usize, requests: usize, leak: bool, back: Back, repeat: usize) {
     H::prepare();
     let root = hub::build_tree::<H>(h);
-    let mut kept = Vec::with_capacity(if leak { requests } else { 0 });
-    for _ in 0..requests {
-        let req = hub::request::<H>(&root, back);
-        if leak {
-            kept.push(req);
+    let mut times = Vec::with_capacity(repeat);
+    for _ in 0..repeat.max(1) {
+        let mut kept = Vec::with_capacity(if leak { requests } else { 0 });
+        let start = std::time::Instant::now();
+        for _ in 0..requests {
+            let req = hub::request::<H>(&root, back);
+            if leak {
+                kept.push(req);
+            }
         }
+        times.push(start.elapsed().as_nanos() as f64 / requests as f64);
+        kept.into_iter().for_each(hub::release::<H>);
     }
-    kept.into_iter().for_each(hub::release::<H>);
     drop(root);
     H::collect();
+    if repeat > 1 {
+        // As criterion's iterations: the first run warms up; the others
+        // give the median and the minimum (ns per request, leak not freed).
+        let mut timed = times[1..].to_vec();
+        timed.sort_by(f64::total_cmp);
+        eprintln!(
+            "{:.1} ns per request (median of {}), min {:.1}",
+            timed[timed.len() / 2],
+            timed.len(),
+            timed[0]
+        );
+    }
 }
 
 fn churn_run<H: SyncHeap>(threads: usize, n: usize, leak: bool, repeat: usize) {
@@ -102,12 +121,12 @@ fn main() {
         usage()
     };
     match (work.as_str(), ptr.as_str()) {
-        ("hub", "recycler-sync-gc") => hub_run::<RecyclerSyncGc>(a, b, false, Back::Strong),
+        ("hub", "recycler-sync-gc") => hub_run::<RecyclerSyncGc>(a, b, false, Back::Strong, repeat),
         ("hub", "recycler-sync-gc-thread") => {
-            hub_run::<RecyclerSyncGcThread>(a, b, false, Back::Strong)
+            hub_run::<RecyclerSyncGcThread>(a, b, false, Back::Strong, repeat)
         }
-        ("hub", "arc-leak") => hub_run::<StdArc>(a, b, true, Back::Strong),
-        ("hub", "arc") => hub_run::<StdArc>(a, b, false, Back::Native),
+        ("hub", "arc-leak") => hub_run::<StdArc>(a, b, true, Back::Strong, repeat),
+        ("hub", "arc") => hub_run::<StdArc>(a, b, false, Back::Native, repeat),
         ("churn", "recycler-sync-gc") => churn_run::<RecyclerSyncGc>(a, b, false, repeat),
         ("churn", "recycler-sync-gc-thread") => {
             churn_run::<RecyclerSyncGcThread>(a, b, false, repeat)
