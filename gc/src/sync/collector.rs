@@ -532,7 +532,10 @@ fn collect_locked(global: &Global, w: &mut Work, kind: Kind) -> (usize, usize, P
 
     // 3. Trial deletion on private counts. The live nodes are listed in
     //    `w.live` (the marking's work list, kept: step 6 releases them) and
-    //    promoted as they are marked (`promote_node`).
+    //    promoted as they are marked (`promote_node`). Only the order of the
+    //    work differs from a separate promotion pass: the same nodes are
+    //    live, promoted and queued as old roots, all before validation, and
+    //    generations are private to the collector-lock holder.
     let mut promoted = 0;
     for i in 0..n {
         let node = &mut w.nodes[i];
