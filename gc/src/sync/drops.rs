@@ -63,7 +63,9 @@ std::thread_local! {
     /// kept panic, cleared by [`drain`]. A drainer whose drop queued nothing
     /// (the common case) skips `drain`, which cost more than the in-place
     /// free of a small node (a `catch_unwind`, two accesses to `QUEUE`,
-    /// whose destructor makes each one check its state).
+    /// whose destructor makes each one check its state). A push that did
+    /// not set it would strand its value (`long_chains_drop_and_collect_without_recursion`
+    /// fails).
     static QUEUED: Cell<bool> = const { Cell::new(false) };
 }
 

@@ -352,6 +352,11 @@ impl Header {
     /// load followed by a blind `fetch_add`, a collector could drain the entry
     /// in between (clearing `BUFFERED` after snapshotting a count that still
     /// includes this handle) and the object would never be buffered again.
+    /// The same CAS takes the last reference (`Arc`'s release decrement and
+    /// acquire), so the last drop of an object needs no second load in an
+    /// out-of-line path (loom models `drop_to_zero_while_buffered` and
+    /// `promotion_against_last_drop` fail, a causality violation, without
+    /// the acquire load after it).
     ///
     /// # Safety
     /// The caller owns one strong reference, which this consumes.
