@@ -352,6 +352,11 @@ impl Header {
     /// load followed by a blind `fetch_add`, a collector could drain the entry
     /// in between (clearing `BUFFERED` after snapshotting a count that still
     /// includes this handle) and the object would never be buffered again.
+    /// The same CAS takes the last reference (`Arc`'s release decrement and
+    /// acquire), so the last drop of an object needs no second load in an
+    /// out-of-line path (loom models `drop_to_zero_while_buffered` and
+    /// `promotion_against_last_drop` fail, a causality violation, without
+    /// the acquire load after it).
     ///
     /// # Safety
     /// The caller owns one strong reference, which this consumes.
@@ -360,18 +365,27 @@ impl Header {
         // SAFETY: our strong reference keeps the header alive.
         let header = unsafe { this.as_ref() };
         let w = header.word.load(Relaxed);
-        if count(w) > 1 {
-            let new = Self::after_buffering_drop(w);
-            if header
-                .word
-                .compare_exchange(w, new, Release, Relaxed)
-                .is_ok()
-            {
-                return new & BUFFERED != 0 && w & BUFFERED == 0;
-            }
+        let last = count(w) == 1;
+        let new = if last {
+            dec(w)
+        } else {
+            Self::after_buffering_drop(w)
+        };
+        if header
+            .word
+            .compare_exchange(w, new, Release, Relaxed)
+            .is_err()
+        {
+            // SAFETY: forwarded contract.
+            return unsafe { Self::dec_strong_buffering_slow(this) };
         }
-        // SAFETY: forwarded contract.
-        unsafe { Self::dec_strong_buffering_slow(this) }
+        if last {
+            let _ = header.word.load(Acquire);
+            // SAFETY: we performed the transition to zero.
+            unsafe { Self::last_strong_released(this, w) };
+            return false;
+        }
+        new & BUFFERED != 0 && w & BUFFERED == 0
     }
 
     /// The word after a drop from `w` (count above one): decremented, and
@@ -383,8 +397,8 @@ impl Header {
         dec(w) | flags
     }
 
-    /// [`Header::dec_strong_buffering`] under contention or for the last
-    /// reference.
+    /// [`Header::dec_strong_buffering`] under contention (its first CAS
+    /// failed).
     ///
     /// # Safety
     /// The caller owns one strong reference, which this consumes.
