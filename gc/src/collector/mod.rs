@@ -351,10 +351,12 @@ impl State {
                 if self.full_due() {
                     Some((Kind::Full, true))
                 } else if self.young.len() >= self.young_threshold + self.ripening() {
-                    Some((self.young_kind(), true))
+                    // Full instead if minor ones are barren: `run` decides,
+                    // off the path of every root.
+                    Some((Kind::Minor, true))
                 } else if !self.young.is_empty() && self.grown() {
                     // Large garbage behind few roots: take them all.
-                    Some((self.young_kind(), false))
+                    Some((Kind::Minor, false))
                 } else {
                     None
                 }
@@ -579,7 +581,7 @@ pub(crate) fn buffer(object: Object) {
         state.due()
     });
     if let Ok(Some((kind, ripen))) = due {
-        run(kind, ripen);
+        run(kind, ripen, true);
     }
 }
 
@@ -693,8 +695,10 @@ pub(crate) fn unbuffer(object: Object) {
 }
 
 /// Runs a collection of `kind` now, or defers it if one is running; with
-/// `ripen`, it leaves the newest young roots buffered.
-fn run(kind: Kind, ripen: bool) {
+/// `ripen`, it leaves the newest young roots buffered. A minor collection
+/// that the young roots `triggered` is full instead while minor ones are
+/// barren (see "Barren minor collections").
+fn run(kind: Kind, ripen: bool, triggered: bool) {
     if COUNTERS.with(|c| c.collecting.replace(true)) {
         COUNTERS.with(|c| c.requested.set(true));
         return;
@@ -712,10 +716,14 @@ fn run(kind: Kind, ripen: bool) {
     let taken = STATE.try_with(|state| {
         let mut state = state.borrow_mut();
         let promote = state.policy == Policy::Adaptive;
+        let kind = match kind {
+            Kind::Minor if triggered => state.young_kind(),
+            kind => kind,
+        };
         let roots = state.take_roots(kind, ripen);
-        (roots, core::mem::take(&mut state.graph), promote)
+        (kind, roots, core::mem::take(&mut state.graph), promote)
     });
-    let Ok((mut roots, mut graph, promote)) = taken else {
+    let Ok((kind, mut roots, mut graph, promote)) = taken else {
         return;
     };
     let verdict = graph.collect(
@@ -772,7 +780,7 @@ fn run(kind: Kind, ripen: bool) {
         if !COUNTERS.with(|c| c.requested.replace(false)) {
             break;
         }
-        run(Kind::Full, false);
+        run(Kind::Full, false, false);
     }
 }
 
@@ -878,7 +886,7 @@ pub fn collect() {
             state.barren_minors = 0;
         }
     });
-    run(Kind::Full, false);
+    run(Kind::Full, false, false);
     // Memory kept for the next allocations (see `drop_queue`) goes back now.
     drop_queue::free_all_deferred();
 }
@@ -887,7 +895,7 @@ pub fn collect() {
 /// policy's trigger does. Cycles that involve old objects wait for a full
 /// collection.
 pub fn collect_minor() {
-    run(Kind::Minor, false);
+    run(Kind::Minor, false, false);
     drop_queue::free_all_deferred();
 }
 
