@@ -70,7 +70,7 @@ const ADAPTIVE_MAX_FACTOR: usize = 4;
 /// interval pile up: in the work-stealing server the collection that
 /// promoted the 10,411 hub nodes made each worker wait 10,411 roots, 16k
 /// garbage objects waited, and glibc's heap grew to 13.8 MiB and kept
-/// about 13 (11.8 MiB with the cap). `sync_profile hub` at H = 1M: the request
+/// about 13 (11.8 MiB with the cap, in the same probe). `sync_profile hub` at H = 1M: the request
 /// garbage was not collected at all for a million roots; with the cap it
 /// is collected every 4096 (-14 % instructions per request over 400k
 /// requests, after one full collection of the hub that the uncapped
