@@ -377,6 +377,7 @@ async fn stats_body<F: Family>(worker: &Worker<F>) -> String {
         uptime_s: shared.started.elapsed().as_secs_f64(),
         connections: shared.guard.stats(),
         heap_lock: crate::locked_alloc::counts(),
+        heap: crate::sys::heap_stats(),
     };
     serde_json::to_string(&s).unwrap_or_else(|e| format!(r#"{{"error":"{e}"}}"#))
 }

@@ -159,6 +159,9 @@ pub struct ServerStats {
     /// (zero in every other mode).
     #[serde(default)]
     pub heap_lock: crate::locked_alloc::LockCounts,
+    /// glibc's heap (zero with mimalloc).
+    #[serde(default)]
+    pub heap: crate::sys::HeapStats,
 }
 
 /// The connection side of `/stats` (see [`crate::conn`]).

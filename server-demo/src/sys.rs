@@ -67,6 +67,42 @@ pub fn malloc_trim() -> bool {
     unsafe { libc::malloc_trim(0) != 0 }
 }
 
+/// glibc's heap statistics (`mallinfo2`), bytes; all zero with mimalloc,
+/// which glibc does not see.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct HeapStats {
+    /// Memory `malloc` took from the kernel with `brk` or arenas' `mmap`
+    /// (`arena`): in use plus free chunks.
+    pub arena: u64,
+    /// Of it, in chunks handed out (`uordblks`).
+    pub in_use: u64,
+    /// Of it, in free chunks (`fordblks`): fragmentation plus the top chunk.
+    pub free: u64,
+    /// Of the free memory, the top chunk that `malloc_trim` could return
+    /// (`keepcost`).
+    pub releasable_top: u64,
+    /// Large blocks mapped on their own (`hblkhd`).
+    pub mmapped: u64,
+}
+
+/// glibc's heap statistics now. Walks every arena's bins under its lock:
+/// for `/stats`, not for a hot path.
+pub fn heap_stats() -> HeapStats {
+    if crate::locked_alloc::active() != crate::locked_alloc::Allocator::System {
+        return HeapStats::default();
+    }
+    // SAFETY: `mallinfo2` has no preconditions; it takes each arena's lock
+    // while it reads it.
+    let m = unsafe { libc::mallinfo2() };
+    HeapStats {
+        arena: m.arena as u64,
+        in_use: m.uordblks as u64,
+        free: m.fordblks as u64,
+        releasable_top: m.keepcost as u64,
+        mmapped: m.hblkhd as u64,
+    }
+}
+
 /// Asks the kernel to send SIGTERM to the calling process when its parent
 /// exits (`prctl(PR_SET_PDEATHSIG)`), then checks that the parent has not
 /// already gone. Called in a `compare` child between fork and exec, so it must

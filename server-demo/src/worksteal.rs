@@ -211,6 +211,7 @@ fn stats_body<F: Family>(server: &Server<F>) -> String {
         uptime_s: server.started.elapsed().as_secs_f64(),
         connections: server.guard.stats(),
         heap_lock: crate::locked_alloc::counts(),
+        heap: crate::sys::heap_stats(),
     };
     serde_json::to_string(&s).unwrap_or_else(|e| format!(r#"{{"error":"{e}"}}"#))
 }

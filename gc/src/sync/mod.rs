@@ -261,7 +261,9 @@
 //! according to its [`Policy`]: `Adaptive` collects when the roots this thread
 //! buffered since the last collection (by any thread) reach the number of
 //! objects the last collection traced, found *live* and promoted — the work
-//! it wasted, as the single-threaded collector's young threshold — and at
+//! it wasted, as the single-threaded collector's young threshold, up to
+//! 4096 (a minor collection never traces an old object again, so a large
+//! one-off promotion, a hub built at start, is not wasted twice) — and at
 //! least the *interval*, which follows the yield of the collections (Nim's
 //! rule, process-wide): after a collection that freed less than half of
 //! what it traced the interval grows by half, up to 4096 roots; after one
@@ -275,7 +277,7 @@
 //! part of the gain), while churn, hubs and request cycles (mostly
 //! garbage) keep the floor.
 //! Garbage a collection frees does not raise the threshold, so each thread
-//! leaves at most `max(4096, live traced)` roots between collections.
+//! leaves at most 4096 roots between collections.
 //! Because one thread collecting can be slower than another that only
 //! allocates, a thread that has buffered four times its threshold while
 //! another thread collects waits for that collection (at most 10 ms per

@@ -58,6 +58,25 @@ const ADAPTIVE_MIN: usize = 1024;
 /// collection at 16384; see [`PACE`]).
 const ADAPTIVE_MAX_FACTOR: usize = 4;
 
+/// The most roots per thread that the wasted work of the last collection
+/// (the objects it traced, found live and promoted) makes the next one wait
+/// for: the longest interval.
+///
+/// A minor collection never enters an old object, so what one collection
+/// promoted is not traced again by the next: each object is promoted once,
+/// and the live objects minor collections trace are bounded by the objects
+/// allocated, whatever the interval. Waiting for as many roots as a large
+/// one-off promotion (a hub built at start) only let the garbage of that
+/// interval pile up: in the work-stealing server the collection that
+/// promoted the 10,411 hub nodes made each worker wait 10,411 roots, 16k
+/// garbage objects waited, and glibc's heap grew to 13.8 MiB and kept
+/// about 13 (11.8 MiB with the cap, in the same probe). `sync_profile hub` at H = 1M: the request
+/// garbage was not collected at all for a million roots; with the cap it
+/// is collected every 4096 (-14 % instructions per request over 400k
+/// requests, after one full collection of the hub that the uncapped
+/// trigger deferred past the run).
+const WASTED_CAP: usize = ADAPTIVE_MAX_FACTOR * ADAPTIVE_MIN;
+
 /// The Adaptive interval after a collection that traced `traced` objects
 /// and freed `freed`, from `level` (Nim's yield rule, on the interval
 /// between collections): a collection that freed less than half of what it
@@ -448,9 +467,10 @@ pub(crate) fn push_root(entry: Entry) {
                 l.since.set(l.since.get() + 1);
                 // Collect once the roots could pay for the live objects the
                 // last collection traced in vain (as the single-threaded
-                // collector's young threshold), and at least the interval
-                // that the yield of the collections set (`next_level`).
-                let wasted = global.last_live_traced.load(Relaxed) as usize;
+                // collector's young threshold), up to the longest interval
+                // (see [`WASTED_CAP`]), and at least the interval that the
+                // yield of the collections set (`next_level`).
+                let wasted = (global.last_live_traced.load(Relaxed) as usize).min(WASTED_CAP);
                 let level = global.level.load(Relaxed) as usize;
                 let threshold = level.max(wasted);
                 let kind = || {
