@@ -138,15 +138,16 @@ pub(crate) struct Header {
     memory: MemoryTrack,
 }
 
-/// Where the running collection keeps an object's node index, so that
+/// Where the running collection keeps an object's node index (or, tagged,
+/// its position among the drained roots not in the graph yet), so that
 /// looking an object up needs no hash table.
 ///
 /// Only the thread holding the collector lock reads or writes it (the
 /// collector mutex orders successive collectors; allocation writes the
 /// initial value before the object is published). A stale value from an
 /// earlier collection is harmless: the collector only believes it when the
-/// node at that index has this very header (see `collector.rs`), and distinct
-/// live objects have distinct addresses.
+/// node (or root) at that index has this very header (see `collector.rs`),
+/// and distinct live objects have distinct addresses.
 pub(crate) struct GraphSlot {
     index: UnsafeCell<u32>,
 }
