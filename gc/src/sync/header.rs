@@ -603,6 +603,20 @@ impl Header {
         // SAFETY: BUFFERED keeps the header alive.
         let header = unsafe { this.as_ref() };
         let mut w = header.word.load(Acquire);
+        if count(w) == 0 && w & GONE != 0 {
+            // The object died by counting while buffered (the usual dead
+            // entry), and its last release, seeing `BUFFERED`, left the
+            // shared weak reference to the entry. The word is final: no
+            // handle is left to clone or drop, upgrades and holds fail on a
+            // zero count, and only a holder rebuffers. So there is no need
+            // to clear `BUFFERED` (an RMW per dead entry): nothing reads it
+            // again. The acquire load read the release of the value (its
+            // `fetch_or(GONE)`, or `release_doomed`), which the free must
+            // follow.
+            // SAFETY: the reference is ours, as above.
+            unsafe { Self::release_weak(this) };
+            return Drained::Skip;
+        }
         loop {
             debug_assert!(w & BUFFERED != 0);
             let live = count(w) > 0 && w & (DOOMED | CLAIMED) == 0;
