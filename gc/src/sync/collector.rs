@@ -91,6 +91,18 @@
 //! cache (6.7 % fewer D1 misses, 2.4 % more instructions, no gain). And
 //! `release_doomed` must stay an RMW: a member's `Drop` may hand a handle
 //! to another member to a thread that drops it meanwhile.
+//!
+//! The allocator's share is mostly the frees themselves, not the
+//! collector's own buffers: in dumpster's random operations most drained
+//! entries (about 25,000 per 250,000 operations) are objects that died by
+//! counting while buffered, freed at the drain in one burst that overflows
+//! glibc's per-thread cache into its fast bins. Of the 228
+//! `malloc_consolidate` calls of four such runs in one process (gdb), 76 %
+//! come from the mutators' node allocations finding the arena's top too
+//! small while fast-bin chunks exist, 9 % from the workload's own vectors,
+//! 9 % from the per-thread buffers of freshly spawned threads growing, and
+//! 5 % from the collector's vectors (which keep their capacity between
+//! collections): presizing them cannot remove the consolidations.
 
 use core::ptr::NonNull;
 use core::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
