@@ -138,15 +138,16 @@ pub(crate) struct Header {
     memory: MemoryTrack,
 }
 
-/// Where the running collection keeps an object's node index, so that
+/// Where the running collection keeps an object's node index (or, tagged,
+/// its position among the drained roots not in the graph yet), so that
 /// looking an object up needs no hash table.
 ///
 /// Only the thread holding the collector lock reads or writes it (the
 /// collector mutex orders successive collectors; allocation writes the
 /// initial value before the object is published). A stale value from an
 /// earlier collection is harmless: the collector only believes it when the
-/// node at that index has this very header (see `collector.rs`), and distinct
-/// live objects have distinct addresses.
+/// node (or root) at that index has this very header (see `collector.rs`),
+/// and distinct live objects have distinct addresses.
 pub(crate) struct GraphSlot {
     index: UnsafeCell<u32>,
 }
@@ -602,6 +603,20 @@ impl Header {
         // SAFETY: BUFFERED keeps the header alive.
         let header = unsafe { this.as_ref() };
         let mut w = header.word.load(Acquire);
+        if count(w) == 0 && w & GONE != 0 {
+            // The object died by counting while buffered (the usual dead
+            // entry), and its last release, seeing `BUFFERED`, left the
+            // shared weak reference to the entry. The word is final: no
+            // handle is left to clone or drop, upgrades and holds fail on a
+            // zero count, and only a holder rebuffers. So there is no need
+            // to clear `BUFFERED` (an RMW per dead entry): nothing reads it
+            // again. The acquire load read the release of the value (its
+            // `fetch_or(GONE)`, or `release_doomed`), which the free must
+            // follow.
+            // SAFETY: the reference is ours, as above.
+            unsafe { Self::release_weak(this) };
+            return Drained::Skip;
+        }
         loop {
             debug_assert!(w & BUFFERED != 0);
             let live = count(w) > 0 && w & (DOOMED | CLAIMED) == 0;

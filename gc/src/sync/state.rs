@@ -206,10 +206,15 @@ impl Global {
     }
 
     /// Takes every buffered entry of every thread (and of exited threads).
+    ///
+    /// Under the registry lock (the order every path takes: registry, then
+    /// a buffer or the orphans), rather than on a copy of the registry: no
+    /// allocation and no reference-count traffic per collection, and a
+    /// thread starting or exiting waits for a few `memcpy`s at most.
     pub(crate) fn drain_all(&self, into: &mut Vec<Entry>) {
+        let registry = self.registry.lock();
         into.append(&mut self.orphans.lock());
-        let slots: Vec<Arc<Slot>> = self.registry.lock().clone();
-        for slot in slots {
+        for slot in registry.iter() {
             into.append(&mut slot.entries.lock());
         }
     }
