@@ -406,30 +406,44 @@ fn as_drainer<R>(f: impl FnOnce() -> R) -> R {
 
 // Deferred frees.
 //
-// A collection frees its garbage in one go: dozens of objects of a few
-// sizes, while glibc's per-thread cache holds 7 chunks of each size. The
-// rest overflow into its fastbins and unsorted bins, which the next large
-// allocation consolidates, and the next allocations of those sizes take
-// the slow path. So the memory of a collected object (`DEAD`) is not freed
-// when its last reference goes but kept on a short per-thread list (at
-// most `DEFERRED_MAX` entries of at most `DEFERRED_SIZE` bytes; beyond
-// that, freed at once), and each allocation of a candidate takes an
-// entry: it reuses the newest of the last `REUSE_WINDOW` entries that has
-// its layout (the common case: the garbage of a program is made of the
-// objects it keeps allocating), and otherwise frees the newest one and
-// asks the global allocator. The
-// frees are thus spread over the allocations that follow, or skipped. An
-// explicit collection empties the list at its end, and so does the
-// thread's exit (`DeferredExit`). The memory is never handed to another
-// thread and never outlives the list's bound: this is a one-entry
-// recycling of what the collector just freed, not an allocator.
+// A collection frees its garbage in one go: dozens to thousands of objects
+// of a few sizes, while glibc's per-thread cache holds 7 chunks of each
+// size. The rest overflow into its fastbins and unsorted bins, which the
+// next large allocation consolidates, and the next allocations of those
+// sizes take the slow path: each refill of the per-thread cache walks a
+// fastbin's chain through the freed chunks themselves, one dependent load
+// per chunk, cold by then (a doubly linked list, collected 4096 nodes at a
+// time, spent an eighth of its time in `_int_malloc`, most of it on that
+// load, and ~190 instructions per node in `malloc` and `free`). So the
+// memory of a collected object (`DEAD`) is not freed when its last
+// reference goes but kept on a per-thread list (objects of at most
+// `DEFERRED_SIZE` bytes, at most `DEFERRED_BYTES` in all; beyond that,
+// freed at once), and each allocation of a candidate takes an entry: it
+// reuses the newest of the last `REUSE_WINDOW` entries that has its layout
+// (the common case: the garbage of a program is made of the objects it
+// keeps allocating), and otherwise frees the newest one and asks the
+// global allocator. The frees are thus spread over the allocations that
+// follow, or skipped, and a reuse reads no freed memory: the list is an
+// array. An explicit collection empties the list at its end, and so does
+// the thread's exit (`DeferredExit`). The memory is never handed to
+// another thread and never outlives the list's bound: this is a recycling
+// of what the collector just freed, not an allocator.
 //
 // The cost outside collections is one thread-local load and test per
 // allocation of a candidate (the count sits next to the allocation counter
 // in `collector`'s counters).
 
-/// The most allocations that wait to be freed.
-const DEFERRED_MAX: usize = 64;
+/// The most bytes of deferred allocations per thread (a few thousand small
+/// objects: the garbage of a collection or two, which the allocations after
+/// it reuse).
+const DEFERRED_BYTES: usize = 512 * 1024;
+
+/// The first capacity of the list, in entries; it doubles when full, up to
+/// `DEFERRED_MAX`.
+const DEFERRED_FIRST: usize = 64;
+
+/// The most entries of the list (`DEFERRED_BYTES` of 32-byte objects).
+const DEFERRED_MAX: usize = DEFERRED_BYTES / 32;
 
 /// How many of the newest deferred allocations an allocation looks at for
 /// one of its layout.
@@ -443,19 +457,24 @@ const DEFERRED_SIZE: usize = 1024;
 type Pending = (NonNull<u8>, Layout);
 
 /// Allocations waiting to be freed: `list[..len]` (`len` is
-/// `collector::deferred()`), `len <= limit <=
-/// DEFERRED_MAX`. A plain array in a thread-local without destructor, so
-/// that keeping and freeing an entry cost a few loads and stores;
-/// [`DeferredExit`] frees what is left when the thread exits. Only the
-/// functions below touch it, and they run no user code, so no two borrows
-/// of it ever overlap.
+/// `collector::deferred()`), `len <= limit`, of at most `DEFERRED_BYTES`
+/// in all. A buffer from the global allocator in a thread-local without
+/// destructor, so that keeping and freeing an entry cost a few loads and
+/// stores; [`DeferredExit`] frees what is left, and the buffer, when the
+/// thread exits. Only the functions below touch it, and they run no user
+/// code, so no two borrows of it ever overlap.
 struct Deferred {
-    /// `DEFERRED_MAX` once this thread registered [`DEFERRED_EXIT`]; zero
-    /// before (the first free registers it) and after it ran.
+    /// The buffer's capacity in entries once this thread registered
+    /// [`DEFERRED_EXIT`]; zero before (the first free registers it) and
+    /// after it ran.
     limit: Cell<usize>,
     /// [`DEFERRED_EXIT`] ran: the thread is exiting, free at once.
     exited: Cell<bool>,
-    list: UnsafeCell<[MaybeUninit<Pending>; DEFERRED_MAX]>,
+    /// `limit` entries from the global allocator (dangling while `limit`
+    /// is zero).
+    list: Cell<NonNull<MaybeUninit<Pending>>>,
+    /// `DEFERRED_BYTES` less the sizes of `list[..len]`.
+    room: Cell<usize>,
 }
 
 /// Frees the deferred allocations when the thread exits.
@@ -464,9 +483,15 @@ struct DeferredExit;
 impl Drop for DeferredExit {
     fn drop(&mut self) {
         free_all_deferred();
-        DEFERRED.with(|d| {
-            d.limit.set(0);
+        with_deferred(|d| {
+            let limit = d.limit.replace(0);
             d.exited.set(true);
+            let list = d.list.replace(NonNull::dangling());
+            if limit != 0 {
+                // SAFETY: the buffer was allocated by `grow` with this
+                // layout, and the list is closed: nothing uses it any more.
+                unsafe { std::alloc::dealloc(list.as_ptr().cast(), list_layout(limit)) }
+            }
         });
     }
 }
@@ -476,7 +501,8 @@ thread_local! {
         Deferred {
             limit: Cell::new(0),
             exited: Cell::new(false),
-            list: UnsafeCell::new([MaybeUninit::uninit(); DEFERRED_MAX]),
+            list: Cell::new(NonNull::dangling()),
+            room: Cell::new(DEFERRED_BYTES),
         }
     };
     static DEFERRED_EXIT: DeferredExit = const { DeferredExit };
@@ -493,6 +519,12 @@ fn with_deferred<R>(f: impl FnOnce(&Deferred) -> R) -> R {
     f(unsafe { &*d })
 }
 
+/// The layout of a list of `entries` entries.
+fn list_layout(entries: usize) -> Layout {
+    // At most `DEFERRED_MAX` entries: it cannot overflow.
+    Layout::array::<Pending>(entries).expect("deferred list too large")
+}
+
 /// Frees the memory at `base`, allocated by the global allocator with
 /// `layout`, now or at one of the next allocations.
 ///
@@ -500,50 +532,110 @@ fn with_deferred<R>(f: impl FnOnce(&Deferred) -> R) -> R {
 /// Nothing references the memory any more; it is freed once.
 #[inline]
 pub(crate) unsafe fn free_later(base: NonNull<u8>, layout: Layout) {
-    if layout.size() <= DEFERRED_SIZE {
-        let first = with_deferred(|d| {
-            let len = collector::deferred();
-            let limit = d.limit.get();
-            if len < limit {
-                // SAFETY: `len < limit <= DEFERRED_MAX`; see `Deferred` for
-                // the borrow.
-                unsafe { (*d.list.get()).get_unchecked_mut(len).write((base, layout)) };
-                collector::set_deferred(len + 1);
-                return None;
-            }
-            Some(limit == 0)
-        });
-        match first {
-            None => return,
-            // SAFETY: forwarded.
-            Some(true) => return unsafe { free_first(base, layout) },
-            Some(false) => {}
+    let kept = with_deferred(|d| {
+        let len = collector::deferred();
+        let room = d.room.get();
+        if len < d.limit.get() && layout.size() <= room.min(DEFERRED_SIZE) {
+            // SAFETY: `len < limit`; see `Deferred` for the borrow.
+            unsafe {
+                d.list
+                    .get()
+                    .add(len)
+                    .write(MaybeUninit::new((base, layout)))
+            };
+            d.room.set(room - layout.size());
+            collector::set_deferred(len + 1);
+            return true;
         }
+        false
+    });
+    if !kept {
+        // SAFETY: forwarded.
+        unsafe { free_later_slow(base, layout) }
     }
-    // SAFETY: guaranteed by the caller.
-    unsafe { std::alloc::dealloc(base.as_ptr(), layout) }
 }
 
-/// The first deferred free of the thread (the list is closed: `limit` is
-/// zero): registers the thread-exit destructor ([`DEFERRED_EXIT`]), which
-/// opens the list unless the thread is exiting, and frees this one at once.
+/// The rest of [`free_later`], out of line: the list is full (or closed),
+/// or the object too large for the room left.
 ///
 /// # Safety
 /// As for [`free_later`].
 #[cold]
 #[inline(never)]
-unsafe fn free_first(base: NonNull<u8>, layout: Layout) {
-    with_deferred(|d| {
-        if !d.exited.get() {
-            if DEFERRED_EXIT.try_with(|_| ()).is_ok() {
-                d.limit.set(DEFERRED_MAX);
-            } else {
-                d.exited.set(true);
-            }
+unsafe fn free_later_slow(base: NonNull<u8>, layout: Layout) {
+    let kept = with_deferred(|d| {
+        let len = collector::deferred();
+        if layout.size() > d.room.get().min(DEFERRED_SIZE) || !grow(d) {
+            return false;
         }
+        // SAFETY: `len < limit` (`grow` made room); see `Deferred` for the
+        // borrow.
+        unsafe {
+            d.list
+                .get()
+                .add(len)
+                .write(MaybeUninit::new((base, layout)))
+        };
+        d.room.set(d.room.get() - layout.size());
+        collector::set_deferred(len + 1);
+        true
     });
-    // SAFETY: guaranteed by the caller.
-    unsafe { std::alloc::dealloc(base.as_ptr(), layout) }
+    if !kept {
+        // SAFETY: guaranteed by the caller.
+        unsafe { std::alloc::dealloc(base.as_ptr(), layout) }
+    }
+}
+
+/// Makes room in the full list: on the thread's first deferred free (the
+/// list is closed: `limit` is zero), registers the thread-exit destructor
+/// ([`DEFERRED_EXIT`]) unless the thread is exiting, and allocates the
+/// buffer; later, doubles it, up to [`DEFERRED_MAX`] entries. Returns
+/// whether there is room (not at the bound, when the thread exits, or if
+/// the allocator fails: the caller frees at once).
+#[cold]
+#[inline(never)]
+fn grow(d: &Deferred) -> bool {
+    if collector::deferred() < d.limit.get() {
+        return true;
+    }
+    let limit = d.limit.get();
+    if limit >= DEFERRED_MAX {
+        return false;
+    }
+    if limit == 0 {
+        if d.exited.get() {
+            return false;
+        }
+        if DEFERRED_EXIT.try_with(|_| ()).is_err() {
+            d.exited.set(true);
+            return false;
+        }
+    }
+    let new_limit = (limit * 2).max(DEFERRED_FIRST);
+    let new_layout = list_layout(new_limit);
+    let list = if limit == 0 {
+        // SAFETY: a non-zero size.
+        unsafe { std::alloc::alloc(new_layout) }
+    } else {
+        // SAFETY: the buffer was allocated with `list_layout(limit)`; a
+        // non-zero size that does not overflow (`list_layout`).
+        unsafe {
+            std::alloc::realloc(
+                d.list.get().as_ptr().cast(),
+                list_layout(limit),
+                new_layout.size(),
+            )
+        }
+    };
+    match NonNull::new(list.cast()) {
+        Some(list) => {
+            d.list.set(list);
+            d.limit.set(new_limit);
+            true
+        }
+        // The old buffer, if any, is untouched.
+        None => false,
+    }
 }
 
 /// Allocates memory for a new object (a candidate if `candidate`) from
@@ -583,16 +675,16 @@ fn allocate_new(layout: Layout) -> NonNull<u8> {
 fn reuse_or_allocate(layout: Layout) -> NonNull<u8> {
     let reused = with_deferred(|d| {
         let len = collector::deferred();
-        // SAFETY: see `Deferred` for the borrow.
-        let list = unsafe { &mut *d.list.get() };
-        // SAFETY: `len <= DEFERRED_MAX`; the entries below it were written
-        // by `free_later`.
-        let pending = unsafe { list.get_unchecked(..len) };
+        // SAFETY: `len <= limit`; the entries below it were written by
+        // `free_later` (see `Deferred` for the borrow).
+        let pending = unsafe { core::slice::from_raw_parts_mut(d.list.get().as_ptr(), len) };
         let newest = len - 1;
         collector::set_deferred(newest);
         // SAFETY: as above; the newest entry leaves the list here.
         let (base, kept) = unsafe { pending[newest].assume_init() };
+        // Whichever entry leaves, it has `layout` or `kept`.
         if kept == layout {
+            d.room.set(d.room.get() + kept.size());
             return Some(base);
         }
         let window = len.saturating_sub(REUSE_WINDOW)..newest;
@@ -601,10 +693,12 @@ fn reuse_or_allocate(layout: Layout) -> NonNull<u8> {
             let (other, other_layout) = unsafe { pending[i].assume_init() };
             if other_layout == layout {
                 // The newest entry takes the place of the reused one.
-                list[i].write((base, kept));
+                pending[i].write((base, kept));
+                d.room.set(d.room.get() + layout.size());
                 return Some(other);
             }
         }
+        d.room.set(d.room.get() + kept.size());
         // SAFETY: the newest entry left the list: nothing references its
         // memory, which the global allocator gave with `kept`.
         unsafe { std::alloc::dealloc(base.as_ptr(), kept) };
@@ -619,13 +713,14 @@ pub(crate) fn free_all_deferred() {
     with_deferred(|d| {
         while let Some(len) = collector::deferred().checked_sub(1) {
             collector::set_deferred(len);
-            // SAFETY: `len < DEFERRED_MAX`; the entry was written by
-            // `free_later` and leaves the list here: nothing references its
-            // memory, which the global allocator gave with `layout`.
+            // SAFETY: `len < limit`; the entry was written by `free_later`
+            // and leaves the list here: nothing references its memory,
+            // which the global allocator gave with `layout`.
             unsafe {
-                let (base, layout) = (*d.list.get()).get_unchecked(len).assume_init();
+                let (base, layout) = d.list.get().add(len).read().assume_init();
                 std::alloc::dealloc(base.as_ptr(), layout)
             }
         }
+        d.room.set(DEFERRED_BYTES);
     })
 }

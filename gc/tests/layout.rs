@@ -182,11 +182,44 @@ fn deferred_frees_are_bounded_and_returned_by_collect() {
     assert_eq!(left, 0);
     // While automatic collections run, what waits to be freed stays
     // bounded: the garbage not collected yet (the roots of a collection or
-    // two) plus at most 64 deferred frees, whatever the number of cycles.
+    // two) plus the deferred frees (at most one collection's garbage here,
+    // which the next allocations reuse), whatever the number of cycles.
     let node = std::mem::size_of::<usize>() as isize * 3 + 16;
     let (_, left) = sizes(|| churn(n));
     assert!(left < 4096 * node, "{left} bytes outstanding");
     recycler::collect();
+}
+
+/// Large garbage (rings of thousands of nodes, built and dropped one after
+/// the other with automatic collections) keeps at most 512 KiB of deferred
+/// frees waiting, besides the garbage not collected yet, whatever the number
+/// of rings; `collect()` returns them.
+#[test]
+fn deferred_frees_of_large_garbage_are_bounded() {
+    let (len, rings) = if cfg!(miri) { (200, 3) } else { (8192, 12) };
+    let ring = || {
+        let first = Gc::new(Node::default());
+        let mut last = first.clone();
+        for _ in 1..len {
+            let next = Gc::new(Node::default());
+            *last.next.borrow_mut() = Some(next.clone());
+            last = next;
+        }
+        *last.next.borrow_mut() = Some(first);
+    };
+    // Warm up the collector's buffers (and the deferred list's), which it
+    // keeps.
+    for _ in 0..3 {
+        ring();
+    }
+    recycler::collect();
+    let node = std::mem::size_of::<usize>() as isize * 3 + 16;
+    let (_, left) = sizes(|| (0..rings).for_each(|_| ring()));
+    // Up to two rings wait for a full collection.
+    let bound = 512 * 1024 + 2 * len as isize * node;
+    assert!(left < bound, "{left} bytes outstanding (bound {bound})");
+    let (_, left) = sizes(recycler::collect);
+    assert!(left <= 0, "collect() freed everything it kept");
 }
 
 /// A node whose `Drop` keeps a clone of the handle it owns: after a
