@@ -16,7 +16,11 @@
 //! indirect call per object: binary trees ran 1.5× `std::rc`.) The depth is
 //! measured as the distance between two stack addresses rather than counted
 //! in levels: a counter cost a load, a store before and a store after every
-//! nested drop, and it could not tell a small frame from a large one.
+//! nested drop, and it could not tell a small frame from a large one. The
+//! drainer stores its frame's address less the budget (the *drain limit*,
+//! in the collector's counters, which every free touches anyway: one
+//! thread-local per free), so a nested free compares its own stack address
+//! with it, once.
 //!
 //! Objects carry no type information (a leaf is laid out exactly as
 //! `std::rc`'s), so each stacked entry is a pointer plus the monomorphised
@@ -37,7 +41,7 @@
 //! The nested in-place free is the hot path of every tree's drop, so it is
 //! kept to what `std::rc` does plus the depth test: the catch covers the
 //! value's drop only (the release after it needs no guard on the stack), the
-//! depth is one subtraction and one comparison, and the drainer, the queue
+//! depth is one comparison, and the drainer, the queue
 //! and the panic path are out of line. The handle's own decrement stays
 //! inline in the drop glue that owns it, everything after it is out of line
 //! (`Strong::drop_slow`, as `std::rc::Rc::drop_slow`).
