@@ -16,7 +16,11 @@
 //! indirect call per object: binary trees ran 1.5× `std::rc`.) The depth is
 //! measured as the distance between two stack addresses rather than counted
 //! in levels: a counter cost a load, a store before and a store after every
-//! nested drop, and it could not tell a small frame from a large one.
+//! nested drop, and it could not tell a small frame from a large one. The
+//! drainer stores its frame's address less the budget (the *drain limit*,
+//! in the collector's counters, which every free touches anyway: one
+//! thread-local per free), so a nested free compares its own stack address
+//! with it, once.
 //!
 //! Objects carry no type information (a leaf is laid out exactly as
 //! `std::rc`'s), so each stacked entry is a pointer plus the monomorphised
@@ -37,7 +41,7 @@
 //! The nested in-place free is the hot path of every tree's drop, so it is
 //! kept to what `std::rc` does plus the depth test: the catch covers the
 //! value's drop only (the release after it needs no guard on the stack), the
-//! depth is one subtraction and one comparison, and the drainer, the queue
+//! depth is one comparison, and the drainer, the queue
 //! and the panic path are out of line. The handle's own decrement stays
 //! inline in the drop glue that owns it, everything after it is out of line
 //! (`Strong::drop_slow`, as `std::rc::Rc::drop_slow`).
@@ -89,10 +93,6 @@ thread_local! {
             pending: UnsafeCell::new(Vec::new()),
         }
     };
-    /// The stack address of the running drainer (see [`stack_address`]);
-    /// zero when none runs. Apart from `QUEUE` so that reading it is a
-    /// plain thread-local load (no destructor to register).
-    static BASE: Cell<usize> = const { Cell::new(0) };
 }
 
 impl Queue {
@@ -161,14 +161,14 @@ impl Queue {
 }
 
 /// Ends a drainer's turn when unwinding: frees what is still queued and
-/// clears `BASE`. (The normal path does both itself.)
+/// clears the drain limit. (The normal path does both itself.)
 struct Drainer;
 
 impl Drop for Drainer {
     fn drop(&mut self) {
         // Further panics are swallowed, the one in flight wins.
         drop(QUEUE.try_with(Queue::drain));
-        BASE.with(|b| b.set(0));
+        collector::set_drain_limit(stack::NO_DRAINER);
     }
 }
 
@@ -290,11 +290,12 @@ unsafe fn finish_queued<P: Dying>(raw: Raw) {
 /// As for [`free_typed`], for `object`.
 #[inline]
 unsafe fn free<P: Dying>(object: P) {
-    let base = BASE.with(Cell::get);
-    // One test: with no drainer (`base == 0`) the difference wraps to a
-    // huge value, and so it does on a stack that grows upwards (everything
-    // is queued there: slower, still bounded).
-    if stack::within_budget(base) {
+    // One test: with no drainer the limit is above every stack address
+    // (and so it is on a stack that grows upwards: everything is queued
+    // there, slower, still bounded). The limit sits next to the counter the
+    // caller just updated (`collector::on_free_by_rc`): one thread-local.
+    let limit = collector::drain_limit();
+    if stack::in_place(limit) {
         let run = {
             let _frame = Frame::enter();
             // Only the value's drop is inside the catch: the release after
@@ -310,19 +311,19 @@ unsafe fn free<P: Dying>(object: P) {
         }
     } else {
         // SAFETY: forwarded from the caller.
-        unsafe { free_outer(object, base) }
+        unsafe { free_outer(object, limit) }
     }
 }
 
 /// The rest of [`free`], out of line so that the nested path keeps few
-/// registers: the outermost free (`base == 0`) becomes the drainer; a free
+/// registers: the outermost free (no drainer) becomes the drainer; a free
 /// nested deeper than [`STACK_BUDGET`](stack::STACK_BUDGET) is queued.
 ///
 /// # Safety
 /// As for [`free`].
 #[inline(never)]
-unsafe fn free_outer<P: Dying>(object: P, base: usize) {
-    if base == 0 {
+unsafe fn free_outer<P: Dying>(object: P, limit: usize) {
+    if limit == stack::NO_DRAINER {
         // SAFETY: forwarded from the caller.
         as_drainer(|| unsafe { object.finish() });
     } else if QUEUE
@@ -384,7 +385,7 @@ pub(crate) unsafe fn free_object(object: Object) {
 ///
 /// Panics from `f` or from nested drops propagate after the queue is empty.
 pub(crate) fn batch<R>(f: impl FnOnce() -> R) -> R {
-    if BASE.with(Cell::get) == 0 {
+    if collector::drain_limit() == stack::NO_DRAINER {
         as_drainer(f)
     } else {
         f()
@@ -392,12 +393,12 @@ pub(crate) fn batch<R>(f: impl FnOnce() -> R) -> R {
 }
 
 fn as_drainer<R>(f: impl FnOnce() -> R) -> R {
-    BASE.with(|b| b.set(stack_address()));
+    collector::set_drain_limit(stack::limit_below(stack_address()));
     let unwinding = Drainer;
     let result = f();
     let panic = QUEUE.try_with(Queue::drain).ok().flatten();
     core::mem::forget(unwinding);
-    BASE.with(|b| b.set(0));
+    collector::set_drain_limit(stack::NO_DRAINER);
     if let Some(payload) = panic {
         panic::resume_unwind(payload);
     }

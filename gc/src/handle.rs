@@ -174,7 +174,7 @@ impl<T: Trace + 'static, const COLLECT: bool> Strong<T, COLLECT> {
             // `allocate_cyclic` holds the implicit weak count; this handle
             // gets its own.
             // SAFETY: the counts are initialised and live.
-            unsafe { header::counts(ptr) }.inc_weak();
+            unsafe { header::counts(ptr) }.inc_weak(Self::CANDIDATE);
             let weak = WeakRef { raw: ptr };
             init(&weak)
         }))
@@ -290,7 +290,7 @@ impl<T: ?Sized + Pointee, const COLLECT: bool> Strong<T, COLLECT> {
     }
 
     pub(crate) fn downgrade(&self) -> WeakRef<T, COLLECT> {
-        self.counts().inc_weak();
+        self.counts().inc_weak(self.candidate());
         WeakRef { raw: self.ptr }
     }
 }
@@ -453,8 +453,9 @@ impl<T: ?Sized + Pointee, const COLLECT: bool> WeakRef<T, COLLECT> {
 
 impl<T: ?Sized + Pointee, const COLLECT: bool> Clone for WeakRef<T, COLLECT> {
     fn clone(&self) -> Self {
-        if let Some(c) = self.counts() {
-            c.inc_weak();
+        if let Some(p) = self.ptr() {
+            // SAFETY: a weak handle keeps the allocation live.
+            unsafe { header::counts(p).inc_weak(header::is_candidate(p, COLLECT)) }
         }
         WeakRef { raw: self.raw }
     }

@@ -27,10 +27,12 @@
 //!   all strong handles share is released.
 //! * `weak` counts `Weak` handles plus one for all strong handles together, as
 //!   in `std::rc`. The memory is freed when it reaches zero, never earlier, so a
-//!   `Weak` or a buffered root never points to freed memory. Its top bit is set
-//!   at allocation on candidates: a trait-object handle (`Gc<dyn Trait>`)
-//!   cannot tell from its type whether the object has `meta`, and must not
-//!   look at the value to find out (it may be in the middle of its drop).
+//!   `Weak` or a buffered root never points to freed memory. A candidate
+//!   stores it negated (`-n`, so its sign bit is set): a trait-object handle
+//!   (`Gc<dyn Trait>`) cannot tell from its type whether the object has
+//!   `meta`, and must not look at the value to find out (it may be in the
+//!   middle of its drop); and the last release of a candidate is then an
+//!   increment to zero, as cheap as `std::rc`'s decrement to zero.
 //! * `meta` packs the flags below into its low 8 bits and a slot number into
 //!   the rest: the object's index in its roots buffer while `BUFFERED`, or its
 //!   node index in the collector's side graph while `IN_GRAPH` (the two never
@@ -119,23 +121,25 @@ impl PartialEq for Object {
     }
 }
 
-/// The top bit of the weak count: the object is a candidate (has `meta`).
-/// Set once at allocation and read only through a trait-object handle, whose
-/// type cannot tell (see [`is_candidate`]); the count is the other bits.
-const CANDIDATE_BIT: usize = 1 << (usize::BITS - 1);
-
 impl Counts {
+    /// `weak` holds the count `n` for a leaf and `-n` (wrapping) for a
+    /// candidate: the sign tells a trait-object handle, whose type cannot,
+    /// whether the object has `meta` (see [`is_candidate`]; `n >= 1` while
+    /// the allocation is live and stays below `2^63`, `inc_weak`), and a
+    /// candidate's last release is an increment to zero: `std::rc`'s
+    /// one-instruction update and test on every free (a flag bit in the
+    /// count took two to four more).
     const fn new(strong: usize, candidate: bool) -> Self {
         Counts {
             strong: Cell::new(strong),
-            weak: Cell::new(if candidate { CANDIDATE_BIT | 1 } else { 1 }),
+            weak: Cell::new(if candidate { 1usize.wrapping_neg() } else { 1 }),
         }
     }
 
     /// Whether the object was allocated as a candidate.
     #[inline]
     fn is_candidate(&self) -> bool {
-        self.weak.get() & CANDIDATE_BIT != 0
+        (self.weak.get() as isize) < 0
     }
 
     #[inline]
@@ -160,44 +164,41 @@ impl Counts {
 
     #[inline]
     pub(crate) fn weak(&self) -> usize {
-        self.weak.get() & !CANDIDATE_BIT
+        (self.weak.get() as isize).unsigned_abs()
     }
 
-    /// Adds a weak reference; aborts before the count reaches the flag bit.
+    /// Adds a weak reference to an object allocated as a candidate
+    /// (`has_meta`) or not; aborts before the count reaches `2^63`, where
+    /// its sign would flip.
     #[inline]
-    pub(crate) fn inc_weak(&self) {
-        let n = self.weak.get().wrapping_add(1);
-        if n & !CANDIDATE_BIT == 0 {
+    pub(crate) fn inc_weak(&self, has_meta: bool) {
+        debug_assert_eq!(self.is_candidate(), has_meta);
+        let w = self.weak.get();
+        let n = if has_meta {
+            w.wrapping_sub(1)
+        } else {
+            w.wrapping_add(1)
+        };
+        if ((n as isize) < 0) != has_meta {
             std::process::abort();
         }
         self.weak.set(n);
     }
 
-    /// Removes a weak reference and returns the remaining count.
-    #[inline]
-    pub(crate) fn dec_weak(&self) -> usize {
-        let n = self.weak.get() - 1;
-        self.weak.set(n);
-        n & !CANDIDATE_BIT
-    }
-
     /// Removes a weak reference of an object allocated as a candidate
     /// (`has_meta`) or not; whether it was the last one. `has_meta` is a
-    /// constant for sized types, so for a leaf this is `std::rc`'s decrement
-    /// and test. For a candidate the flag bit is shifted out rather than
-    /// compared (comparing with the 64-bit constant took one more
-    /// instruction on every free); the same test is right for a leaf too,
-    /// whose count never reaches the flag bit (`inc_weak`).
+    /// constant for sized types, so for either kind this is `std::rc`'s
+    /// update and test.
     #[inline]
     fn dec_weak_is_last(&self, has_meta: bool) -> bool {
         debug_assert_eq!(self.is_candidate(), has_meta);
-        let n = self.weak.get() - 1;
-        self.weak.set(n);
-        if has_meta {
-            n << 1 == 0
+        let n = if has_meta {
+            self.weak.get().wrapping_add(1)
         } else {
-            n == 0
-        }
+            self.weak.get() - 1
+        };
+        self.weak.set(n);
+        n == 0
     }
 }
 
@@ -639,7 +640,7 @@ pub(crate) unsafe fn trace_erased(object: Object, tracer: &mut Tracer<'_>) {
 pub(crate) unsafe fn release_weak_object(object: Object) {
     // SAFETY: the memory is live while the caller's weak reference exists.
     let h = unsafe { object.as_ref() };
-    if h.dec_weak() == 0 {
+    if h.dec_weak_is_last(true) {
         // SAFETY: no strong or weak reference remains, so nothing can reach
         // the memory.
         unsafe { (object.vtable.dealloc)(object) }
@@ -656,7 +657,7 @@ pub(crate) unsafe fn release_weak_object(object: Object) {
 pub(crate) unsafe fn release_weak_dead(object: Object) {
     // SAFETY: the memory is live while the caller's weak reference exists.
     let h = unsafe { object.as_ref() };
-    if h.dec_weak() == 0 {
+    if h.dec_weak_is_last(true) {
         // SAFETY: no strong or weak reference remains, so nothing can reach
         // the memory.
         unsafe { (object.vtable.dealloc_later)(object) }

@@ -6,7 +6,10 @@
 //!
 //! Measuring the distance from a stack address, rather than keeping a depth
 //! counter, saves a store before and after every nested drop (a counter
-//! made the in-place free 11 instructions longer).
+//! made the in-place free 11 instructions longer). The single-threaded
+//! queue keeps the drainer's *limit* (its frame's address less the budget)
+//! rather than the frame's address, so that the test is one comparison
+//! ([`in_place`]).
 
 #[cfg(miri)]
 use core::cell::Cell;
@@ -47,6 +50,75 @@ std::thread_local! {
 #[inline(always)]
 pub(crate) fn within_budget(base: usize) -> bool {
     base.wrapping_sub(stack_address()) < STACK_BUDGET
+}
+
+/// The drain limit (see [`limit_below`]) while no drainer runs: no stack
+/// address is above it.
+pub(crate) const NO_DRAINER: usize = usize::MAX;
+
+/// A drain limit that queues every nested drop (a stack that grows upwards,
+/// or a drainer within the budget of address zero): no stack address is
+/// above it either, and it is not [`NO_DRAINER`].
+const QUEUE_ALL: usize = usize::MAX - 1;
+
+/// The limit for a drainer whose frame is at `base`: nested drops whose
+/// frames are above it (less than [`STACK_BUDGET`] below `base`) run in
+/// place.
+#[inline(always)]
+pub(crate) fn limit_below(base: usize) -> usize {
+    match base.checked_sub(STACK_BUDGET) {
+        Some(limit) if KNOWN_DOWN || grows_down() => limit,
+        // Everything is queued: slower, still bounded.
+        _ => QUEUE_ALL,
+    }
+}
+
+/// Whether a drop may run in place under the drainer whose limit is
+/// `limit` (from [`limit_below`], or [`NO_DRAINER`]).
+#[inline(always)]
+pub(crate) fn in_place(limit: usize) -> bool {
+    stack_address() > limit
+}
+
+/// Targets whose stack grows towards lower addresses, known at compile
+/// time (Miri's simulated stack does too). On others [`grows_down`] asks
+/// once per process: on a stack growing upwards, [`in_place`] would hold
+/// at every depth.
+const KNOWN_DOWN: bool = cfg!(any(
+    miri,
+    target_arch = "x86_64",
+    target_arch = "x86",
+    target_arch = "aarch64",
+    target_arch = "arm",
+    target_arch = "riscv64",
+    target_arch = "riscv32",
+    target_arch = "powerpc64",
+    target_arch = "powerpc",
+    target_arch = "s390x",
+    target_arch = "loongarch64",
+));
+
+/// Whether the stack grows towards lower addresses, measured once.
+#[cold]
+#[inline(never)]
+fn grows_down() -> bool {
+    use core::sync::atomic::{AtomicU8, Ordering::Relaxed};
+    static GROWS_DOWN: AtomicU8 = AtomicU8::new(0);
+    match GROWS_DOWN.load(Relaxed) {
+        1 => true,
+        2 => false,
+        _ => {
+            let down = callee_address() < stack_address();
+            GROWS_DOWN.store(if down { 1 } else { 2 }, Relaxed);
+            down
+        }
+    }
+}
+
+/// An address in a frame called by the caller's.
+#[inline(never)]
+fn callee_address() -> usize {
+    core::hint::black_box(stack_address())
 }
 
 /// One in-place drop on Miri's simulated stack; nothing otherwise.

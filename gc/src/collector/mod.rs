@@ -126,6 +126,11 @@ struct Counters {
     /// `drop_queue.rs`, which owns it; here so that the test on every
     /// candidate's allocation is a plain load next to `allocated`).
     deferred: Cell<usize>,
+    /// The lowest stack address at which a nested free runs in place, or
+    /// `stack::NO_DRAINER` (see `drop_queue.rs`, which owns it; here so that
+    /// a free reaches one thread-local, not two, to count itself and read
+    /// it: each costs two instructions before the first use).
+    drain_limit: Cell<usize>,
 }
 
 thread_local! {
@@ -138,6 +143,7 @@ thread_local! {
             collecting: Cell::new(false),
             requested: Cell::new(false),
             deferred: Cell::new(0),
+            drain_limit: Cell::new(crate::stack::NO_DRAINER),
         }
     };
     static STATE: RefCell<State> = RefCell::new(State::default());
@@ -527,14 +533,44 @@ impl State {
     }
 }
 
+/// This thread's counters, for the hot paths: every one of them reaches
+/// `COUNTERS` through this function, so that a free or an allocation that
+/// touches several counters computes the thread-local's address once.
+///
+/// Through `try_with`, not `with`: `LocalKey::with` is not `#[inline]`, so
+/// where rustc placed its instance in another codegen unit than the caller
+/// (which moved with unrelated edits), LLVM saw the accessor (an indirect
+/// call through the key) only after ThinLTO had decided what to import, and
+/// it stayed a call: `recycler::Rc`'s new+drop paid one on every allocation
+/// and free, and fusing the counters with the drainer's stack limit moved
+/// such calls into `Gc`'s allocation. `try_with` is `#[inline]`: the call
+/// through the key is in the caller's own code from the start.
+#[inline(always)]
+fn counters() -> &'static Counters {
+    let c: *const Counters = match COUNTERS.try_with(core::ptr::from_ref) {
+        Ok(c) => c,
+        // Never: a thread-local without destructor is never destroyed.
+        Err(_) => counters_gone(),
+    };
+    // SAFETY: `COUNTERS` has no destructor, so its storage lives as long as
+    // this thread, and `Counters` is `!Sync`: the reference cannot leave
+    // the thread, and every caller uses it at once.
+    unsafe { &*c }
+}
+
+#[cold]
+#[inline(never)]
+fn counters_gone() -> ! {
+    panic!("the collector's thread-local counters were destroyed")
+}
+
 /// Counts a new object; returns the number of deferred frees waiting (see
 /// `drop_queue.rs`), read in the same thread-local access.
 #[inline]
 pub(crate) fn on_allocate() -> usize {
-    COUNTERS.with(|c| {
-        c.allocated.set(c.allocated.get() + 1);
-        c.deferred.get()
-    })
+    let c = counters();
+    c.allocated.set(c.allocated.get() + 1);
+    c.deferred.get()
 }
 
 /// Takes back the count of an object that was never made (its initialiser
@@ -546,13 +582,25 @@ pub(crate) fn on_allocate_undone() {
 /// The number of deferred frees waiting (see `drop_queue.rs`).
 #[inline(always)]
 pub(crate) fn deferred() -> usize {
-    COUNTERS.with(|c| c.deferred.get())
+    counters().deferred.get()
 }
 
 /// Sets the number of deferred frees waiting.
 #[inline(always)]
 pub(crate) fn set_deferred(n: usize) {
-    COUNTERS.with(|c| c.deferred.set(n))
+    counters().deferred.set(n)
+}
+
+/// The running drainer's stack limit (see `drop_queue.rs`).
+#[inline(always)]
+pub(crate) fn drain_limit() -> usize {
+    counters().drain_limit.get()
+}
+
+/// Sets the running drainer's stack limit.
+#[inline(always)]
+pub(crate) fn set_drain_limit(limit: usize) {
+    counters().drain_limit.set(limit)
 }
 
 /// Objects allocated and not yet freed on this thread. Inlined (a plain
@@ -560,10 +608,7 @@ pub(crate) fn set_deferred(n: usize) {
 /// `LocalKey::with` it got cost a call each time.
 #[inline(always)]
 fn live_objects() -> u64 {
-    let c: *const Counters = COUNTERS.with(core::ptr::from_ref);
-    // SAFETY: `COUNTERS` has no destructor, so its storage lives as long as
-    // this thread; the reference does not escape this function.
-    let c = unsafe { &*c };
+    let c = counters();
     c.allocated.get() - c.freed_by_rc.get() - c.collected.get()
 }
 
@@ -614,7 +659,8 @@ pub(crate) unsafe fn release(object: Object) {
 /// Counts an object freed by counting (the caller frees it).
 #[inline]
 pub(crate) fn on_free_by_rc() {
-    COUNTERS.with(|c| c.freed_by_rc.set(c.freed_by_rc.get() + 1));
+    let c = counters();
+    c.freed_by_rc.set(c.freed_by_rc.get() + 1);
 }
 
 /// The slow part of [`release`]: unbuffer, leave the old generation, or free
