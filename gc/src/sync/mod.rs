@@ -341,8 +341,11 @@
 //! extra thread-local access). What is left goes back at the end of
 //! [`collect`] and [`collect_minor`] and when the thread exits; the
 //! collector thread keeps nothing. Callgrind, `request_loop orc-ws`:
-//! 25,213 instructions per request before, 22,559 after (−10.5 %); the
-//! hub −5.0 %, 2-thread churn −2.2 % (see "Deferred frees" in `state.rs`).
+//! 25,213 instructions per request before, 22,465 after (−10.9 %); the
+//! hub −7.5 % (H = 100k) and −11.1 % (10k), random operations −5.8 % (1
+//! thread) and −5.3 % (2); `arc-weak-ws`, whose `sync::Rc`s never meet a
+//! collection, +1.1 % (the test on every free, the allocation's call; see
+//! "Deferred frees" in `state.rs`).
 //!
 //! # Why no crossbeam-epoch
 //!
