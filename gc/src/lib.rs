@@ -60,6 +60,7 @@
 
 mod collector;
 mod drop_queue;
+mod free_list;
 mod guards;
 mod handle;
 mod header;
