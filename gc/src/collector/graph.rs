@@ -279,6 +279,15 @@ impl Graph {
     fn scan(&mut self) {
         let roots = self.roots;
         let mut consistent = true;
+        // The work list holds each node at most once (it is pushed when it
+        // becomes `LIVE`): the spare capacity of `work`, reserved for every
+        // node, with a local top (`work[..top]` written), rather than
+        // `Vec::push` and `pop`, whose length the compiler reloaded and
+        // stored around every write to `state`.
+        self.work.clear();
+        self.work.reserve(self.objects.len());
+        let work = self.work.spare_capacity_mut();
+        let mut top = 0;
         let nodes = self
             .objects
             .iter()
@@ -292,23 +301,27 @@ impl Graph {
             consistent &= *trial >= 0;
             if *trial > 0 || *bits & OPAQUE != 0 {
                 *bits |= LIVE;
-                self.work.push(i as u32);
+                work[top].write(i as u32);
+                top += 1;
             }
         }
         if !consistent {
             // Reported pointers the value does not own (or twice): give up.
-            self.work.clear();
             self.state.iter_mut().for_each(|bits| *bits |= LIVE);
             return;
         }
-        while let Some(i) = self.work.pop() {
-            let i = i as usize;
-            let (start, end) = (self.ends[i] as usize, self.ends[i + 1] as usize);
-            for &j in &self.edges[start..end] {
-                let bits = &mut self.state[j as usize];
+        let (state, ends, edges) = (&mut self.state[..], &self.ends[..], &self.edges[..]);
+        while let Some(next) = top.checked_sub(1) {
+            top = next;
+            // SAFETY: `work[..top + 1]` is written.
+            let i = unsafe { work[top].assume_init() } as usize;
+            let (start, end) = (ends[i] as usize, ends[i + 1] as usize);
+            for &j in &edges[start..end] {
+                let bits = &mut state[j as usize];
                 if *bits & LIVE == 0 {
                     *bits |= LIVE;
-                    self.work.push(j);
+                    work[top].write(j);
+                    top += 1;
                 }
             }
         }
