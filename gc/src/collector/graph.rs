@@ -144,9 +144,7 @@ impl Graph {
     /// Runs mark, scan and collect-white from `roots`.
     ///
     /// `roots` must be live, alive (not `DEAD`) objects just taken out of the
-    /// roots buffers (the vector serves as the graph's node column, and
-    /// comes back empty, unless a trace panics); their
-    /// `BUFFERED` flag is cleared here and each gets a
+    /// roots buffers; their `BUFFERED` flag is cleared here and each gets a
     /// *hold* (one strong count), so that no root is freed while user code
     /// (a `trace`) runs. On success, a garbage root keeps its hold (every
     /// garbage object gets one), a live root's hold is released, but where it
@@ -159,7 +157,7 @@ impl Graph {
     /// flag restored, and the panic propagates.
     pub(crate) fn collect(
         &mut self,
-        roots: &mut Vec<Object>,
+        roots: &[Object],
         minor: bool,
         promote: bool,
         rebuffer: &mut dyn FnMut(Object),
@@ -171,11 +169,7 @@ impl Graph {
             u32::try_from(roots.len()).is_ok(),
             "collection graph too large"
         );
-        // The roots are nodes `0..roots.len()`, as `add_node` would make
-        // them: their vector becomes the node column for this collection
-        // (no copy).
-        core::mem::swap(&mut self.objects, roots);
-        for (index, &root) in self.objects.iter().enumerate() {
+        for (index, &root) in roots.iter().enumerate() {
             // SAFETY: buffered objects are live.
             let h = unsafe { root.as_ref() };
             debug_assert!(h.has(BUFFERED) && !h.has(IN_GRAPH) && h.is_alive());
@@ -183,11 +177,12 @@ impl Graph {
             h.inc_strong();
             h.set_slot_and_flag(index, IN_GRAPH);
         }
-        let n = self.objects.len();
-        self.trial.resize(n, 0);
-        self.state.resize(n, WAS_BUFFERED);
+        // The roots are nodes `0..roots.len()`, as `add_node` would make them.
+        self.objects.extend_from_slice(roots);
+        self.trial.resize(roots.len(), 0);
+        self.state.resize(roots.len(), WAS_BUFFERED);
         self.ends.push(0);
-        self.roots = n;
+        self.roots = roots.len();
         let unmark = Unmark {
             graph: self,
             rebuffer,
@@ -196,12 +191,7 @@ impl Graph {
         // From here on no user code runs until the verdict is carried out.
         core::mem::forget(unmark);
         self.scan();
-        let verdict = self.collect_white(minor, promote);
-        // The roots' vector goes back, empty, with the capacity the nodes
-        // needed: the caller keeps it as before, so that the buffers reach
-        // their steady size and stop allocating.
-        core::mem::swap(&mut self.objects, roots);
-        verdict
+        self.collect_white(minor, promote)
     }
 
     /// Makes `object` a node with `bits` and trial count `trial`, and

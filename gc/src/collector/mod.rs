@@ -776,7 +776,7 @@ fn run(kind: Kind, ripen: bool, triggered: bool) {
         return;
     };
     let verdict = graph.collect(
-        &mut roots,
+        &roots,
         kind == Kind::Minor,
         promote,
         &mut |root| STATE.with(|state| state.borrow_mut().push(root)),
