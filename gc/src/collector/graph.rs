@@ -279,6 +279,15 @@ impl Graph {
     fn scan(&mut self) {
         let roots = self.roots;
         let mut consistent = true;
+        // The work list holds each node at most once (it is pushed when it
+        // becomes `LIVE`): the spare capacity of `work`, reserved for every
+        // node, with a local top (`work[..top]` written), rather than
+        // `Vec::push` and `pop`, whose length the compiler reloaded and
+        // stored around every write to `state`.
+        self.work.clear();
+        self.work.reserve(self.objects.len());
+        let work = self.work.spare_capacity_mut();
+        let mut top = 0;
         let nodes = self
             .objects
             .iter()
@@ -292,23 +301,27 @@ impl Graph {
             consistent &= *trial >= 0;
             if *trial > 0 || *bits & OPAQUE != 0 {
                 *bits |= LIVE;
-                self.work.push(i as u32);
+                work[top].write(i as u32);
+                top += 1;
             }
         }
         if !consistent {
             // Reported pointers the value does not own (or twice): give up.
-            self.work.clear();
             self.state.iter_mut().for_each(|bits| *bits |= LIVE);
             return;
         }
-        while let Some(i) = self.work.pop() {
-            let i = i as usize;
-            let (start, end) = (self.ends[i] as usize, self.ends[i + 1] as usize);
-            for &j in &self.edges[start..end] {
-                let bits = &mut self.state[j as usize];
+        let (state, ends, edges) = (&mut self.state[..], &self.ends[..], &self.edges[..]);
+        while let Some(next) = top.checked_sub(1) {
+            top = next;
+            // SAFETY: `work[..top + 1]` is written.
+            let i = unsafe { work[top].assume_init() } as usize;
+            let (start, end) = (ends[i] as usize, ends[i + 1] as usize);
+            for &j in &edges[start..end] {
+                let bits = &mut state[j as usize];
                 if *bits & LIVE == 0 {
                     *bits |= LIVE;
-                    self.work.push(j);
+                    work[top].write(j);
+                    top += 1;
                 }
             }
         }
@@ -318,54 +331,83 @@ impl Graph {
     /// freeing (flag `DEAD`, not `OLD`, one hold: a root's is already there);
     /// promotes the live ones if asked; releases the holds on live roots.
     fn collect_white(&mut self, minor: bool, promote: bool) -> Verdict {
-        let traced = self.objects.len();
         self.garbage.clear();
         self.retry.clear();
         self.held.clear();
-        let mut promoted = 0;
-        let mut old_garbage = 0;
-        let nodes = self.objects.iter().zip(&self.trial).zip(&self.state);
-        for (i, ((&object, &trial), &bits)) in nodes.enumerate() {
-            // SAFETY: nodes are live.
-            let h = unsafe { object.as_ref() };
-            h.clear_flag(IN_GRAPH);
-            let root = i < self.roots;
-            if bits & LIVE == 0 {
-                // Garbage: its handles are dead from now on.
-                if h.has(OLD) {
-                    h.clear_flag(OLD);
-                    old_garbage += 1;
-                }
-                h.set_flag(DEAD);
-                if !root {
-                    h.inc_strong();
-                }
-                self.garbage.push(object);
-                continue;
+        let mut judge = Judge {
+            garbage: &mut self.garbage,
+            retry: &mut self.retry,
+            held: &mut self.held,
+            minor,
+            promote,
+            verdict: Verdict {
+                traced: self.objects.len(),
+                promoted: 0,
+                old_garbage: 0,
+            },
+        };
+        // The roots first, then the other nodes: two loops, so that neither
+        // tests which kind each node is.
+        let mut nodes = self.objects.iter().zip(&self.trial).zip(&self.state);
+        for ((&object, &trial), &bits) in nodes.by_ref().take(self.roots) {
+            judge.node::<true>(object, trial, bits);
+        }
+        for ((&object, &trial), &bits) in nodes {
+            judge.node::<false>(object, trial, bits);
+        }
+        let verdict = judge.verdict;
+        self.clear();
+        verdict
+    }
+}
+
+/// What [`Graph::collect_white`] fills in.
+struct Judge<'a> {
+    garbage: &'a mut Vec<Object>,
+    retry: &'a mut Vec<Object>,
+    held: &'a mut Vec<Object>,
+    minor: bool,
+    promote: bool,
+    verdict: Verdict,
+}
+
+impl Judge<'_> {
+    /// Carries out the verdict on one node (`ROOT`: one of the roots, which
+    /// holds a hold already).
+    #[inline(always)]
+    fn node<const ROOT: bool>(&mut self, object: Object, trial: isize, bits: u8) {
+        // SAFETY: nodes are live.
+        let h = unsafe { object.as_ref() };
+        h.clear_flag(IN_GRAPH);
+        if bits & LIVE == 0 {
+            // Garbage: its handles are dead from now on.
+            if h.has(OLD) {
+                h.clear_flag(OLD);
+                self.verdict.old_garbage += 1;
             }
-            if bits & OPAQUE != 0 && trial == 0 {
+            h.set_flag(DEAD);
+            if !ROOT {
+                h.inc_strong();
+            }
+            self.garbage.push(object);
+            return;
+        }
+        if bits & OPAQUE != 0 && trial == 0 {
+            self.retry.push(object);
+        } else {
+            if self.promote && !h.has(OLD) {
+                h.set_flag(OLD);
+                self.verdict.promoted += 1;
+            }
+            if self.minor && trial > 0 {
                 self.retry.push(object);
-            } else {
-                if promote && !h.has(OLD) {
-                    h.set_flag(OLD);
-                    promoted += 1;
-                }
-                if minor && trial > 0 {
-                    self.retry.push(object);
-                }
-            }
-            if root {
-                match h.strong() {
-                    1 => self.held.push(object),
-                    n => h.set_strong(n - 1),
-                }
             }
         }
-        self.clear();
-        Verdict {
-            traced,
-            promoted,
-            old_garbage,
+        if ROOT {
+            match h.strong() {
+                1 => self.held.push(object),
+                n => h.set_strong(n - 1),
+            }
         }
     }
 }

@@ -268,7 +268,10 @@ struct State {
     /// `promoted_since_full` or old roots above which a full collection
     /// is due (Adaptive).
     full_budget: u64,
-    graph: Graph,
+    /// Kept between collections for the capacity of its buffers; boxed, so
+    /// that a collection takes it out of `State` and puts it back by
+    /// pointer, not by copying the whole struct.
+    graph: Option<Box<Graph>>,
     minor_collections: u64,
     full_collections: u64,
     nodes_traced: u64,
@@ -296,7 +299,7 @@ impl Default for State {
             promoted_since_full: 0,
             barren_minors: 0,
             full_budget: config.min_roots.saturating_mul(FULL_FLOOR_FACTOR) as u64,
-            graph: Graph::default(),
+            graph: None,
             minor_collections: 0,
             full_collections: 0,
             nodes_traced: 0,
@@ -762,7 +765,7 @@ fn run(kind: Kind, ripen: bool, triggered: bool) {
             kind => kind,
         };
         let roots = state.take_roots(kind, ripen);
-        (kind, roots, core::mem::take(&mut state.graph), promote)
+        (kind, roots, state.graph.take().unwrap_or_default(), promote)
     });
     let Ok((kind, mut roots, mut graph, promote)) = taken else {
         return;
@@ -800,7 +803,7 @@ fn run(kind: Kind, ripen: bool, triggered: bool) {
     STATE.with(|state| {
         let mut state = state.borrow_mut();
         state.spare = roots;
-        state.graph = graph;
+        state.graph = Some(graph);
         state.total_pause_cpu += cpu;
         state.account(
             kind,
