@@ -53,7 +53,6 @@ use core::ptr::NonNull;
 use std::panic::{self, AssertUnwindSafe};
 
 use crate::collector;
-use crate::free_list::{self, FreeList};
 use crate::header::{self, Object, RcBox};
 use crate::stack::{self, stack_address, Frame};
 use crate::unsize::Pointee;
@@ -420,13 +419,30 @@ fn as_drainer<R>(f: impl FnOnce() -> R) -> R {
     result
 }
 
-// Deferred frees (see `crate::free_list`, shared with `sync`).
+// Deferred frees.
 //
-// The memory of a collected object (`DEAD`) is not freed when its last
-// reference goes but kept on this thread's `DEFERRED` list (objects of at
-// most 1 KiB, at most `DEFERRED_BYTES` in all), and each allocation of a
-// candidate takes an entry. An explicit collection empties the list at its
-// end, and the thread's exit closes it (`DeferredExit`).
+// A collection frees its garbage in one go: dozens to thousands of objects
+// of a few sizes, while glibc's per-thread cache holds 7 chunks of each
+// size. The rest overflow into its fastbins and unsorted bins, which the
+// next large allocation consolidates, and the next allocations of those
+// sizes take the slow path: each refill of the per-thread cache walks a
+// fastbin's chain through the freed chunks themselves, one dependent load
+// per chunk, cold by then (a doubly linked list, collected 4096 nodes at a
+// time, spent an eighth of its time in `_int_malloc`, most of it on that
+// load, and ~190 instructions per node in `malloc` and `free`). So the
+// memory of a collected object (`DEAD`) is not freed when its last
+// reference goes but kept on a per-thread list (objects of at most
+// `DEFERRED_SIZE` bytes, at most `DEFERRED_BYTES` in all; beyond that,
+// freed at once), and each allocation of a candidate takes an entry: it
+// reuses the newest of the last `REUSE_WINDOW` entries that has its layout
+// (the common case: the garbage of a program is made of the objects it
+// keeps allocating), and otherwise frees the newest one and asks the
+// global allocator. The frees are thus spread over the allocations that
+// follow, or skipped, and a reuse reads no freed memory: the list is an
+// array. An explicit collection empties the list at its end, and so does
+// the thread's exit (`DeferredExit`). The memory is never handed to
+// another thread and never outlives the list's bound: this is a recycling
+// of what the collector just freed, not an allocator.
 //
 // The cost outside collections is one thread-local load and test per
 // allocation of a candidate (the count sits next to the allocation counter
@@ -437,21 +453,73 @@ fn as_drainer<R>(f: impl FnOnce() -> R) -> R {
 /// it reuse).
 const DEFERRED_BYTES: usize = 512 * 1024;
 
-/// Closes this thread's [`DEFERRED`] list when the thread exits.
+/// The first capacity of the list, in entries; it doubles when full, up to
+/// `DEFERRED_MAX`.
+const DEFERRED_FIRST: usize = 64;
+
+/// The most entries of the list (`DEFERRED_BYTES` of 32-byte objects).
+const DEFERRED_MAX: usize = DEFERRED_BYTES / 32;
+
+/// How many of the newest deferred allocations an allocation looks at for
+/// one of its layout.
+const REUSE_WINDOW: usize = 4;
+
+/// The largest allocation whose free is deferred (glibc's per-thread cache
+/// takes chunks up to 1032 bytes).
+const DEFERRED_SIZE: usize = 1024;
+
+/// One allocation waiting to be freed.
+type Pending = (NonNull<u8>, Layout);
+
+/// Allocations waiting to be freed: `list[..len]` (`len` is
+/// `collector::deferred()`), `len <= limit`, of at most `DEFERRED_BYTES`
+/// in all. A buffer from the global allocator in a thread-local without
+/// destructor, so that keeping and freeing an entry cost a few loads and
+/// stores; [`DeferredExit`] frees what is left, and the buffer, when the
+/// thread exits. Only the functions below touch it, and they run no user
+/// code, so no two borrows of it ever overlap.
+struct Deferred {
+    /// The buffer's capacity in entries once this thread registered
+    /// [`DEFERRED_EXIT`]; zero before (the first free registers it) and
+    /// after it ran.
+    limit: Cell<usize>,
+    /// [`DEFERRED_EXIT`] ran: the thread is exiting, free at once.
+    exited: Cell<bool>,
+    /// `limit` entries from the global allocator (dangling while `limit`
+    /// is zero).
+    list: Cell<NonNull<MaybeUninit<Pending>>>,
+    /// `DEFERRED_BYTES` less the sizes of `list[..len]`.
+    room: Cell<usize>,
+}
+
+/// Frees the deferred allocations when the thread exits.
 struct DeferredExit;
 
 impl Drop for DeferredExit {
     fn drop(&mut self) {
-        // SAFETY: the length cell of `DEFERRED`.
-        with_deferred(|d| unsafe { d.close(collector::deferred_len()) });
+        free_all_deferred();
+        with_deferred(|d| {
+            let limit = d.limit.replace(0);
+            d.exited.set(true);
+            let list = d.list.replace(NonNull::dangling());
+            if limit != 0 {
+                // SAFETY: the buffer was allocated by `grow` with this
+                // layout, and the list is closed: nothing uses it any more.
+                unsafe { std::alloc::dealloc(list.as_ptr().cast(), list_layout(limit)) }
+            }
+        });
     }
 }
 
 thread_local! {
-    /// This thread's deferred frees; the length is `collector`'s. Without
-    /// destructor: [`DEFERRED_EXIT`], registered by its first kept free,
-    /// closes it.
-    static DEFERRED: FreeList<DEFERRED_BYTES> = const { FreeList::new() };
+    static DEFERRED: Deferred = const {
+        Deferred {
+            limit: Cell::new(0),
+            exited: Cell::new(false),
+            list: Cell::new(NonNull::dangling()),
+            room: Cell::new(DEFERRED_BYTES),
+        }
+    };
     static DEFERRED_EXIT: DeferredExit = const { DeferredExit };
 }
 
@@ -459,11 +527,17 @@ thread_local! {
 /// `LocalKey::with` only fetches the address, so that it is always inlined
 /// (a larger one was not, and cost a call on every reuse).
 #[inline(always)]
-fn with_deferred<R>(f: impl FnOnce(&FreeList<DEFERRED_BYTES>) -> R) -> R {
-    let d: *const FreeList<DEFERRED_BYTES> = DEFERRED.with(core::ptr::from_ref);
+fn with_deferred<R>(f: impl FnOnce(&Deferred) -> R) -> R {
+    let d: *const Deferred = DEFERRED.with(core::ptr::from_ref);
     // SAFETY: `DEFERRED` has no destructor, so its storage lives as long as
     // this thread, which runs `f`; the reference does not escape `f`.
     f(unsafe { &*d })
+}
+
+/// The layout of a list of `entries` entries.
+fn list_layout(entries: usize) -> Layout {
+    // At most `DEFERRED_MAX` entries: it cannot overflow.
+    Layout::array::<Pending>(entries).expect("deferred list too large")
 }
 
 /// Frees the memory at `base`, allocated by the global allocator with
@@ -473,14 +547,110 @@ fn with_deferred<R>(f: impl FnOnce(&FreeList<DEFERRED_BYTES>) -> R) -> R {
 /// Nothing references the memory any more; it is freed once.
 #[inline]
 pub(crate) unsafe fn free_later(base: NonNull<u8>, layout: Layout) {
-    // SAFETY: the length cell of `DEFERRED`; the memory is forwarded. The
-    // list is opened once `DEFERRED_EXIT` is registered (not while the
-    // thread exits), which closes it.
-    with_deferred(|d| unsafe {
-        d.free_later(collector::deferred_len(), base, layout, || {
-            DEFERRED_EXIT.try_with(|_| ()).is_ok()
-        })
-    })
+    let kept = with_deferred(|d| {
+        let len = collector::deferred();
+        let room = d.room.get();
+        if len < d.limit.get() && layout.size() <= room.min(DEFERRED_SIZE) {
+            // SAFETY: `len < limit`; see `Deferred` for the borrow.
+            unsafe {
+                d.list
+                    .get()
+                    .add(len)
+                    .write(MaybeUninit::new((base, layout)))
+            };
+            d.room.set(room - layout.size());
+            collector::set_deferred(len + 1);
+            return true;
+        }
+        false
+    });
+    if !kept {
+        // SAFETY: forwarded.
+        unsafe { free_later_slow(base, layout) }
+    }
+}
+
+/// The rest of [`free_later`], out of line: the list is full (or closed),
+/// or the object too large for the room left.
+///
+/// # Safety
+/// As for [`free_later`].
+#[cold]
+#[inline(never)]
+unsafe fn free_later_slow(base: NonNull<u8>, layout: Layout) {
+    let kept = with_deferred(|d| {
+        let len = collector::deferred();
+        if layout.size() > d.room.get().min(DEFERRED_SIZE) || !grow(d) {
+            return false;
+        }
+        // SAFETY: `len < limit` (`grow` made room); see `Deferred` for the
+        // borrow.
+        unsafe {
+            d.list
+                .get()
+                .add(len)
+                .write(MaybeUninit::new((base, layout)))
+        };
+        d.room.set(d.room.get() - layout.size());
+        collector::set_deferred(len + 1);
+        true
+    });
+    if !kept {
+        // SAFETY: guaranteed by the caller.
+        unsafe { std::alloc::dealloc(base.as_ptr(), layout) }
+    }
+}
+
+/// Makes room in the full list: on the thread's first deferred free (the
+/// list is closed: `limit` is zero), registers the thread-exit destructor
+/// ([`DEFERRED_EXIT`]) unless the thread is exiting, and allocates the
+/// buffer; later, doubles it, up to [`DEFERRED_MAX`] entries. Returns
+/// whether there is room (not at the bound, when the thread exits, or if
+/// the allocator fails: the caller frees at once).
+#[cold]
+#[inline(never)]
+fn grow(d: &Deferred) -> bool {
+    if collector::deferred() < d.limit.get() {
+        return true;
+    }
+    let limit = d.limit.get();
+    if limit >= DEFERRED_MAX {
+        return false;
+    }
+    if limit == 0 {
+        if d.exited.get() {
+            return false;
+        }
+        if DEFERRED_EXIT.try_with(|_| ()).is_err() {
+            d.exited.set(true);
+            return false;
+        }
+    }
+    let new_limit = (limit * 2).max(DEFERRED_FIRST);
+    let new_layout = list_layout(new_limit);
+    let list = if limit == 0 {
+        // SAFETY: a non-zero size.
+        unsafe { std::alloc::alloc(new_layout) }
+    } else {
+        // SAFETY: the buffer was allocated with `list_layout(limit)`; a
+        // non-zero size that does not overflow (`list_layout`).
+        unsafe {
+            std::alloc::realloc(
+                d.list.get().as_ptr().cast(),
+                list_layout(limit),
+                new_layout.size(),
+            )
+        }
+    };
+    match NonNull::new(list.cast()) {
+        Some(list) => {
+            d.list.set(list);
+            d.limit.set(new_limit);
+            true
+        }
+        // The old buffer, if any, is untouched.
+        None => false,
+    }
 }
 
 /// Allocates memory for a new object (a candidate if `candidate`) from
@@ -497,19 +667,75 @@ pub(crate) fn allocate(layout: Layout, candidate: bool) -> NonNull<u8> {
     if candidate && waiting != 0 {
         return reuse_or_allocate(layout);
     }
-    free_list::allocate_new(layout)
+    allocate_new(layout)
 }
 
-/// [`FreeList::reuse_or_allocate`] on this thread's list, which is not
-/// empty.
+/// Memory from the global allocator.
+#[inline]
+fn allocate_new(layout: Layout) -> NonNull<u8> {
+    debug_assert!(layout.size() != 0);
+    // SAFETY: the layout has a non-zero size (callers allocate objects,
+    // which contain their counts).
+    let base = unsafe { std::alloc::alloc(layout) };
+    match NonNull::new(base) {
+        Some(base) => base,
+        None => std::alloc::handle_alloc_error(layout),
+    }
+}
+
+/// Reuses the newest of the last [`REUSE_WINDOW`] deferred allocations that
+/// has `layout` (moving the newest entry into its place); if none has it,
+/// frees the newest and allocates.
 #[inline(never)]
 fn reuse_or_allocate(layout: Layout) -> NonNull<u8> {
-    // SAFETY: the length cell of `DEFERRED`, not zero (`allocate` checked).
-    with_deferred(|d| unsafe { d.reuse_or_allocate(collector::deferred_len(), layout) })
+    let reused = with_deferred(|d| {
+        let len = collector::deferred();
+        // SAFETY: `len <= limit`; the entries below it were written by
+        // `free_later` (see `Deferred` for the borrow).
+        let pending = unsafe { core::slice::from_raw_parts_mut(d.list.get().as_ptr(), len) };
+        let newest = len - 1;
+        collector::set_deferred(newest);
+        // SAFETY: as above; the newest entry leaves the list here.
+        let (base, kept) = unsafe { pending[newest].assume_init() };
+        // Whichever entry leaves, it has `layout` or `kept`.
+        if kept == layout {
+            d.room.set(d.room.get() + kept.size());
+            return Some(base);
+        }
+        let window = len.saturating_sub(REUSE_WINDOW)..newest;
+        for i in window.rev() {
+            // SAFETY: as above.
+            let (other, other_layout) = unsafe { pending[i].assume_init() };
+            if other_layout == layout {
+                // The newest entry takes the place of the reused one.
+                pending[i].write((base, kept));
+                d.room.set(d.room.get() + layout.size());
+                return Some(other);
+            }
+        }
+        d.room.set(d.room.get() + kept.size());
+        // SAFETY: the newest entry left the list: nothing references its
+        // memory, which the global allocator gave with `kept`.
+        unsafe { std::alloc::dealloc(base.as_ptr(), kept) };
+        None
+    });
+    reused.unwrap_or_else(|| allocate_new(layout))
 }
 
-/// Frees every deferred allocation (at the end of an explicit collection).
+/// Frees every deferred allocation (at the end of an explicit collection,
+/// and when the thread exits).
 pub(crate) fn free_all_deferred() {
-    // SAFETY: the length cell of `DEFERRED`.
-    with_deferred(|d| unsafe { d.free_all(collector::deferred_len()) })
+    with_deferred(|d| {
+        while let Some(len) = collector::deferred().checked_sub(1) {
+            collector::set_deferred(len);
+            // SAFETY: `len < limit`; the entry was written by `free_later`
+            // and leaves the list here: nothing references its memory,
+            // which the global allocator gave with `layout`.
+            unsafe {
+                let (base, layout) = d.list.get().add(len).read().assume_init();
+                std::alloc::dealloc(base.as_ptr(), layout)
+            }
+        }
+        d.room.set(DEFERRED_BYTES);
+    })
 }

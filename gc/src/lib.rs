@@ -60,7 +60,6 @@
 
 mod collector;
 mod drop_queue;
-mod free_list;
 mod guards;
 mod handle;
 mod header;

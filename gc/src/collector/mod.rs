@@ -582,11 +582,16 @@ pub(crate) fn on_allocate_undone() {
     COUNTERS.with(|c| c.allocated.set(c.allocated.get() - 1));
 }
 
-/// The number of deferred frees waiting: the length of this thread's list
-/// in `drop_queue.rs`.
+/// The number of deferred frees waiting (see `drop_queue.rs`).
 #[inline(always)]
-pub(crate) fn deferred_len() -> &'static Cell<usize> {
-    &counters().deferred
+pub(crate) fn deferred() -> usize {
+    counters().deferred.get()
+}
+
+/// Sets the number of deferred frees waiting.
+#[inline(always)]
+pub(crate) fn set_deferred(n: usize) {
+    counters().deferred.set(n)
 }
 
 /// The running drainer's stack limit (see `drop_queue.rs`).

@@ -126,7 +126,7 @@ use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use super::drops::{self, Panic};
 use super::header::{count, Drained, Header, CLAIMED, DOOMED};
 use super::prim::MutexGuard;
-use super::state::{global, push_root_quietly, Entry, Global, KeepFrees};
+use super::state::{global, push_root_quietly, Entry, Global};
 use crate::guards::GuardSink;
 use crate::trace::{Family, Tracer};
 use crate::Policy;
@@ -484,7 +484,7 @@ fn flush_old_roots(global: &Global, entries: &mut Vec<Entry>) {
 pub(crate) fn try_collect(kind: Kind) -> Option<(usize, usize)> {
     let global = global();
     let lock = global.try_collector()?;
-    Some(run(global, lock, kind, true))
+    Some(run(global, lock, kind))
 }
 
 /// Pacing for a thread whose garbage outruns a running collection: waits
@@ -506,7 +506,7 @@ pub(crate) fn collect_paced(kind: Kind, patience: std::time::Duration) -> Option
         let _ = patience;
         global.try_collector()
     };
-    Some(run(global, lock?, kind, true))
+    Some(run(global, lock?, kind))
 }
 
 /// An explicit collection ([`collect`](super::collect)): waits for a
@@ -523,7 +523,7 @@ pub(crate) fn collect_waiting(kind: Kind) -> Option<(usize, usize)> {
     };
     #[cfg(loom)]
     let lock = global.try_collector();
-    Some(run(global, lock?, kind, true))
+    Some(run(global, lock?, kind))
 }
 
 /// The collector thread's collection: waits for a running one, then runs
@@ -537,8 +537,7 @@ pub(crate) fn collect_requested() {
         Kind::Minor
     };
     let lock = global.collector_lock();
-    // The collector thread allocates no objects: it keeps no frees.
-    run(global, lock, kind, false);
+    run(global, lock, kind);
 }
 
 #[cfg(not(loom))]
@@ -552,16 +551,7 @@ std::thread_local! {
 /// reaches zero during it (a hold released last, a field of a garbage value)
 /// are dropped after the lock is released, each under `catch_unwind`. Then
 /// the first panic (of a `Trace`, then of a `Drop`) is re-raised.
-///
-/// With `keep_frees` (a mutator thread), the memory freed meanwhile is kept
-/// for this thread's next allocations (see "Deferred frees" in `state.rs`).
-fn run(
-    global: &Global,
-    lock: MutexGuard<'_, Work>,
-    kind: Kind,
-    keep_frees: bool,
-) -> (usize, usize) {
-    let _keep = keep_frees.then(KeepFrees::open);
+fn run(global: &Global, lock: MutexGuard<'_, Work>, kind: Kind) -> (usize, usize) {
     let ((freed, traced, panic), dropped) = drops::batch(|| run_locked(global, lock, kind));
     if let Some(payload) = panic.or(dropped) {
         resume_unwind(payload);

@@ -44,7 +44,6 @@
 //! equally cheap on the rare path and ThreadSanitizer understands it (as in
 //! `std::sync::Arc` under TSan).
 
-use core::alloc::Layout;
 use core::cell::UnsafeCell;
 use core::mem::ManuallyDrop;
 use core::ptr::NonNull;
@@ -260,48 +259,19 @@ impl Header {
 }
 
 impl<T> Inner<T> {
-    /// Allocates an object with `count` strong references and one weak, and
-    /// counts it: memory kept from this thread's last collection if some
-    /// waits (see "Deferred frees" in `state.rs`), else the global
-    /// allocator's.
-    #[inline]
-    pub(crate) fn allocate(value: T, count: u64, vtable: &'static VTable) -> NonNull<Inner<T>> {
-        let base = super::state::allocate(Layout::new::<Inner<T>>());
-        // SAFETY: fresh memory for an `Inner<T>`, used by nothing else.
-        unsafe { Self::init(base.cast(), value, count, vtable) }
-    }
-
-    /// [`Inner::allocate`] without counting the object (`new_cyclic` counts
-    /// it once the value is made) nor reusing kept memory.
-    pub(crate) fn allocate_uncounted(
-        value: T,
-        count: u64,
-        vtable: &'static VTable,
-    ) -> NonNull<Inner<T>> {
-        let base = crate::free_list::allocate_new(Layout::new::<Inner<T>>());
-        // SAFETY: fresh memory for an `Inner<T>`, used by nothing else.
-        unsafe { Self::init(base.cast(), value, count, vtable) }
-    }
-
-    /// Writes a new object into `inner`, field by field: `Box::new(Inner {
+    /// Allocates an object with `count` strong references and one weak.
+    ///
+    /// Written field by field into the new allocation: `Box::new(Inner {
     /// .. })` assembled the whole object on the stack first and copied it
     /// with 16-byte moves, each reloading fields just stored at another
     /// width (a store-forwarding stall, visible in `perf` on the hub).
-    ///
-    /// # Safety
-    /// `inner` is memory from the global allocator with
-    /// `Layout::new::<Inner<T>>()` that nothing else uses.
-    #[inline(always)]
-    unsafe fn init(
-        inner: NonNull<Inner<T>>,
-        value: T,
-        count: u64,
-        vtable: &'static VTable,
-    ) -> NonNull<Inner<T>> {
-        let inner = inner.as_ptr();
-        // SAFETY: per the contract, `inner` is valid for writes of an
-        // `Inner<T>`; both fields are written before it is used as one (and
-        // `dealloc` frees it with the same layout).
+    #[inline]
+    pub(crate) fn allocate(value: T, count: u64, vtable: &'static VTable) -> NonNull<Inner<T>> {
+        let boxed = Box::new(core::mem::MaybeUninit::<Inner<T>>::uninit());
+        let inner = Box::into_raw(boxed).cast::<Inner<T>>();
+        // SAFETY: `inner` points to a (non-null) `Box` allocation for an `Inner<T>`;
+        // both fields are written before it is used as one (and `dealloc`
+        // frees it as a `Box<Inner<T>>`, the same layout).
         unsafe {
             core::ptr::addr_of_mut!((*inner).header).write(Header::new(count, vtable));
             core::ptr::addr_of_mut!((*inner).value)
@@ -324,15 +294,12 @@ impl<T> Inner<T> {
     /// `dealloc` of the vtable.
     ///
     /// # Safety
-    /// `header` heads an `Inner<T>` allocated by [`Inner::allocate`] (or by
-    /// [`Inner::allocate_uncounted`] as an `Inner<MaybeUninit<T>>`: the same
-    /// layout, `Inner` being `repr(C)`), its value is gone and no reference
-    /// to it remains.
+    /// `header` heads an `Inner<T>` allocated by [`Inner::allocate`], its
+    /// value is gone and no reference to it remains.
     pub(crate) unsafe fn dealloc(header: NonNull<Header>) {
-        // SAFETY: allocated by the global allocator with this layout (see
-        // above); nothing references it any more, and no drop glue runs on
-        // the (already dropped) value.
-        unsafe { super::state::free(header.cast(), Layout::new::<Inner<T>>()) }
+        // SAFETY: allocated by `Box` in `allocate`; `ManuallyDrop` keeps the
+        // (already dropped) value from being dropped again.
+        drop(unsafe { Box::from_raw(header.cast::<Inner<T>>().as_ptr()) });
     }
 }
 

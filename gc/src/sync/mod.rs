@@ -326,27 +326,6 @@
 //! default is the one measured faster on 2 cores (see the README's results
 //! and the benchmarks' `recycler-sync-gc-thread` column).
 //!
-//! # Memory of collected objects
-//!
-//! A collection frees its garbage in a batch (about a thousand objects of a
-//! few sizes in the server's request loop), which overflows the allocator's
-//! per-thread cache (glibc's holds 7 chunks per size): the rest goes to its
-//! fastbins, the next allocation of 1 KiB or more consolidates them, and
-//! later small allocations take the slow path through cold freed chunks.
-//! So while a collection runs on a mutator thread, the memory it frees
-//! (blocks of at most 1 KiB, at most 512 KiB per thread) is kept for that
-//! thread's next `Gc`/`Rc` allocations, which reuse a block of their layout
-//! (the list is the single-threaded collector's, `free_list.rs`; its
-//! length is read with the allocation counter, so an allocation costs no
-//! extra thread-local access). What is left goes back at the end of
-//! [`collect`] and [`collect_minor`] and when the thread exits; the
-//! collector thread keeps nothing. Callgrind, `request_loop orc-ws`:
-//! 25,213 instructions per request before, 22,465 after (−10.9 %); the
-//! hub −7.5 % (H = 100k) and −11.1 % (10k), random operations −5.8 % (1
-//! thread) and −5.3 % (2); `arc-weak-ws`, whose `sync::Rc`s never meet a
-//! collection, +1.1 % (the test on every free, the allocation's call; see
-//! "Deferred frees" in `state.rs`).
-//!
 //! # Why no crossbeam-epoch
 //!
 //! Epoch-based reclamation lets a thread read memory it holds no reference
@@ -431,9 +410,6 @@ pub fn collect() {
             _ => break,
         }
     }
-    // The memory this thread's collections kept for its next allocations
-    // goes back now.
-    state::free_all_deferred();
 }
 
 /// Runs one minor collection now: from the young roots only, never entering
@@ -442,7 +418,6 @@ pub fn collect() {
 /// full collection ([`collect`], or the Adaptive trigger).
 pub fn collect_minor() {
     collector::try_collect(collector::Kind::Minor);
-    state::free_all_deferred();
 }
 
 /// Process-wide statistics of the thread-safe pointers.

@@ -11,8 +11,11 @@ macro_rules! shared_pointer {
         impl<T: $($new)*> $Strong<T> {
             /// Allocates `value` with a strong count of one.
             pub fn new(value: T) -> Self {
-                // Counts the object in the access that looks for kept memory.
+                // The value goes to the heap first: counting first made the
+                // call spill it, and copying it twice (stalling on the
+                // reload of its freshly stored fields).
                 let ptr = $crate::sync::header::Inner::allocate(value, 1, $vtable);
+                $crate::sync::state::count_allocated();
                 $Strong::from_inner(ptr)
             }
 
@@ -22,11 +25,7 @@ macro_rules! shared_pointer {
             pub fn new_cyclic(f: impl FnOnce(&$Weak<T>) -> T) -> Self {
                 use core::mem::{ManuallyDrop, MaybeUninit};
                 use $crate::sync::header::Inner;
-                let ptr = Inner::<MaybeUninit<T>>::allocate_uncounted(
-                    MaybeUninit::uninit(),
-                    0,
-                    $vtable,
-                )
+                let ptr = Inner::<MaybeUninit<T>>::allocate(MaybeUninit::uninit(), 0, $vtable)
                     .cast::<Inner<T>>();
                 // Owns the initial weak reference; if `f` panics it frees the
                 // memory (the value was never written).

@@ -28,7 +28,6 @@ use std::sync::Arc;
 use super::collector::{Kind, Work};
 use super::header::Header;
 use super::prim::{thread_local, Mutex, MutexGuard};
-use crate::free_list::{self, FreeList};
 use crate::{Policy, Stats};
 
 /// A buffered possible cycle root. Owning an entry means owning the
@@ -327,13 +326,6 @@ struct Local {
     since: Cell<usize>,
     /// `Global::collections` when `since` was last reset.
     epoch: Cell<u64>,
-    /// The length of [`Local::frees`] (here, next to the slot pointer, so
-    /// that the allocation path reads it in the access that counts the
-    /// object).
-    deferred: Cell<usize>,
-    /// The memory this thread's collections freed, kept for its next
-    /// allocations (see "Deferred frees").
-    frees: FreeList<KEPT_BYTES>,
 }
 
 impl Local {
@@ -352,8 +344,6 @@ impl Local {
             nim_shared: Cell::new(false),
             since: Cell::new(0),
             epoch: Cell::new(0),
-            deferred: Cell::new(0),
-            frees: FreeList::new(),
         }
     }
 }
@@ -377,10 +367,6 @@ impl Drop for Local {
     /// while it reads: it sees this thread either in the registry or in the
     /// retired totals and orphans, never both and never neither.
     fn drop(&mut self) {
-        // The memory kept for this thread's allocations goes back, and
-        // later frees are immediate (`LOCAL` is gone from here on).
-        // SAFETY: `deferred` is the length of `frees`.
-        unsafe { self.frees.close(&self.deferred) };
         let global = &self.global;
         let mut registry = global.registry.lock();
         let entries = core::mem::take(&mut *self.slot.entries.lock());
@@ -413,151 +399,6 @@ pub(crate) fn count_allocated() {
         .is_err()
     {
         global().retired_allocated.fetch_add(1, Relaxed);
-    }
-}
-
-// Deferred frees (see `crate::free_list`, shared with the single-threaded
-// collector's `drop_queue.rs`).
-//
-// While a collection runs on a mutator thread ([`KeepFrees`]), the memory
-// that this thread frees (the garbage it collects, and what the
-// destructors of that garbage release) is kept on the thread's list
-// (`Local::frees`: blocks of at most 1 KiB, at most [`KEPT_BYTES`] in all;
-// the buffer is allocated by the first kept free), and the thread's next
-// allocations of `Inner<T>` objects reuse it. The list is emptied at the
-// end of `sync::collect()` and `sync::collect_minor()`, and closed when the
-// thread exits (`Local`'s destructor). The collector thread
-// (`CollectorMode::Thread`) keeps nothing: it allocates no objects, so its
-// frees go to the global allocator at once. Outside a collection, a free
-// costs one test of a destructor-less thread-local flag; an allocation
-// reads the list's length in the thread-local access that counts it.
-// Slices and strings (`unsize.rs`) are neither kept nor reused. Any thread
-// may free memory that another one allocated: all of it comes from the
-// global allocator. Under loom nothing is kept (its threads share the
-// flag's `std` thread-local).
-
-/// The most bytes a thread keeps (a collection frees 1,000 to 4,000
-/// objects on the hub and the server's request loop).
-const KEPT_BYTES: usize = 512 * 1024;
-
-#[cfg(not(loom))]
-std::thread_local! {
-    /// A collection that keeps frees runs on this thread ([`KeepFrees`]).
-    /// A plain flag without destructor, so that testing it on every free
-    /// neither registers the thread nor costs more than a load.
-    static KEEP_FREES: Cell<bool> = const { Cell::new(false) };
-}
-
-/// Memory for an `Inner` object of `layout` (a non-zero size), counted as
-/// allocated on this thread: a block kept from this thread's last
-/// collection if some wait (one of that layout, if among the newest), else
-/// the global allocator's.
-///
-/// Out of line, like the allocator call it replaces (callgrind, `request_loop
-/// arc-weak-ws`, which allocates `sync::Rc`s and never collects: +1.4 %
-/// instructions against main inlined, as its callers then grew past the
-/// inlining threshold and copied the value; +1.1 % out of line, the cost of
-/// the call's frame and of the test on every free; a small inlined part
-/// with the rest out of line: +1.5 %).
-#[inline(never)]
-pub(crate) fn allocate(layout: core::alloc::Layout) -> NonNull<u8> {
-    let reused = LOCAL.try_with(|l| {
-        Counters::bump(&l.slot.counters.allocated);
-        if l.deferred.get() != 0 {
-            return Some(reuse_or_allocate(l, layout));
-        }
-        None
-    });
-    match reused {
-        Ok(Some(base)) => base,
-        Ok(None) => free_list::allocate_new(layout),
-        Err(_) => {
-            global().retired_allocated.fetch_add(1, Relaxed);
-            free_list::allocate_new(layout)
-        }
-    }
-}
-
-/// [`FreeList::reuse_or_allocate`] on `l`'s list, which is not empty.
-#[inline(never)]
-fn reuse_or_allocate(l: &Local, layout: core::alloc::Layout) -> NonNull<u8> {
-    // SAFETY: `deferred` is the length of `frees`, not zero (checked by
-    // `allocate`); `layout` has a non-zero size (forwarded).
-    unsafe { l.frees.reuse_or_allocate(&l.deferred, layout) }
-}
-
-/// Frees the memory at `base`, allocated by the global allocator with
-/// `layout`: now, or, inside a collection on a mutator thread, at one of
-/// this thread's next allocations (see "Deferred frees").
-///
-/// # Safety
-/// Nothing references the memory any more; it is freed once.
-#[inline]
-pub(crate) unsafe fn free(base: NonNull<u8>, layout: core::alloc::Layout) {
-    #[cfg(not(loom))]
-    if KEEP_FREES.with(Cell::get) {
-        // SAFETY: forwarded.
-        return unsafe { free_kept(base, layout) };
-    }
-    // SAFETY: guaranteed by the caller.
-    unsafe { std::alloc::dealloc(base.as_ptr(), layout) }
-}
-
-/// [`free`] inside a collection that keeps frees.
-///
-/// # Safety
-/// As for [`free`].
-#[cfg(not(loom))]
-#[inline(never)]
-unsafe fn free_kept(base: NonNull<u8>, layout: core::alloc::Layout) {
-    let kept = LOCAL.try_with(|l| {
-        // SAFETY: `deferred` is the length of `frees`; the memory is
-        // forwarded. The list may open: `LOCAL` is alive, so its destructor
-        // will close it.
-        unsafe { l.frees.free_later(&l.deferred, base, layout, || true) }
-    });
-    if kept.is_err() {
-        // The thread is exiting: `LOCAL` (and its list) is gone.
-        // SAFETY: guaranteed by the caller.
-        unsafe { std::alloc::dealloc(base.as_ptr(), layout) }
-    }
-}
-
-/// Frees every block this thread kept (at the end of an explicit
-/// collection).
-pub(crate) fn free_all_deferred() {
-    // SAFETY: `deferred` is the length of `frees`.
-    let _ = LOCAL.try_with(|l| unsafe { l.frees.free_all(&l.deferred) });
-}
-
-/// While alive, this thread's frees are kept (see "Deferred frees"); opened
-/// by a collection on a mutator thread.
-pub(crate) struct KeepFrees {
-    /// The flag before: nested collections (a destructor's) restore it.
-    #[cfg(not(loom))]
-    was: bool,
-}
-
-impl KeepFrees {
-    /// Opens, unless the thread is exiting (`LOCAL` gone). Registers the
-    /// thread first if needed, so that no free inside the collection does.
-    pub(crate) fn open() -> KeepFrees {
-        #[cfg(not(loom))]
-        {
-            let registered = LOCAL.try_with(|_| ()).is_ok();
-            KeepFrees {
-                was: KEEP_FREES.with(|k| k.replace(registered || k.get())),
-            }
-        }
-        #[cfg(loom)]
-        KeepFrees {}
-    }
-}
-
-impl Drop for KeepFrees {
-    fn drop(&mut self) {
-        #[cfg(not(loom))]
-        KEEP_FREES.with(|k| k.set(self.was));
     }
 }
 
