@@ -350,10 +350,13 @@ impl Graph {
         // tests which kind each node is.
         let mut nodes = self.objects.iter().zip(&self.trial).zip(&self.state);
         for ((&object, &trial), &bits) in nodes.by_ref().take(self.roots) {
-            judge.node::<true>(object, trial, bits);
+            // SAFETY: a node of the graph: live (roots are held; every other
+            // node is owned by one traced before it, see `Unmark::drop`).
+            unsafe { judge.node::<true>(object, trial, bits) };
         }
         for ((&object, &trial), &bits) in nodes {
-            judge.node::<false>(object, trial, bits);
+            // SAFETY: as above.
+            unsafe { judge.node::<false>(object, trial, bits) };
         }
         let verdict = judge.verdict;
         self.clear();
@@ -374,9 +377,12 @@ struct Judge<'a> {
 impl Judge<'_> {
     /// Carries out the verdict on one node (`ROOT`: one of the roots, which
     /// holds a hold already).
+    ///
+    /// # Safety
+    /// `object` is a node of the graph being judged (its allocation is live).
     #[inline(always)]
-    fn node<const ROOT: bool>(&mut self, object: Object, trial: isize, bits: u8) {
-        // SAFETY: nodes are live.
+    unsafe fn node<const ROOT: bool>(&mut self, object: Object, trial: isize, bits: u8) {
+        // SAFETY: live, by the caller's contract.
         let h = unsafe { object.as_ref() };
         h.clear_flag(IN_GRAPH);
         if bits & LIVE == 0 {

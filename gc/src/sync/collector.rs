@@ -923,26 +923,13 @@ fn claim(node: &Node) -> bool {
 /// Whether an edge between candidate garbage nodes crosses from one pin
 /// window to another.
 fn edge_crosses_windows(w: &Work) -> bool {
-    let mut window = 0; // of node `i`: nodes come in window order
-    for i in 0..w.nodes.len() {
-        while w
-            .windows
-            .get(window)
-            .is_some_and(|&start| start as usize <= i)
-        {
-            window += 1;
-        }
-        if w.nodes[i].live {
-            continue;
-        }
-        for k in w.edges_of(i) {
+    (0..w.nodes.len()).filter(|&i| !w.nodes[i].live).any(|i| {
+        let window = w.window_of(i as u32);
+        w.edges_of(i).any(|k| {
             let j = w.edges[k];
-            if !w.nodes[j as usize].live && w.window_of(j) != window {
-                return true;
-            }
-        }
-    }
-    false
+            !w.nodes[j as usize].live && w.window_of(j) != window
+        })
+    })
 }
 
 /// Dooms a node whose Δ-test succeeded as part of a validated set: marks
