@@ -17,7 +17,8 @@
 //! 2-core development machine (shared with other builds): the 17 models of `models.rs` take
 //! about 100 s at 5 (two minutes with the build), 23 s at 4, 6 s at 3.
 //! Every seeded bug tried so far was found at 3: no Δ-test (CAS replaced by
-//! an unconditional claim), no Σ-test, `get_mut` without disarming the
+//! an unconditional claim), no Σ-test, no re-trace of a component spanning
+//! pin windows (`edge_crosses_windows` always `false`), `get_mut` without disarming the
 //! buffer entry, `upgrade` ignoring `CLAIMED`, a hold taken on a zero count,
 //! and buffering decided on a stale load. Each model asserts, in every
 //! explored execution, that no object is used after its value was dropped

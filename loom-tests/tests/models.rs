@@ -93,8 +93,11 @@ fn move_between_cells() {
 /// `c`, the mutator moves the `b -> c` handle into `c`'s cell in between: the
 /// trial counts that handle twice and misses the stack handle. Only the
 /// Σ-test re-trace of a component spanning windows catches this one
-/// (planted bug: trusting the trace of every component, `one_window` always
-/// true in `collector::validate`: causality violation).
+/// (planted bugs: trusting the trace of every component, `one_window` always
+/// true in `collector::validate`: causality violation; the fast path's
+/// window test `collector::edge_crosses_windows` always `false`: SIGSEGV,
+/// `c` freed under `hc`). The native, deterministic version is
+/// `recycler`'s `sync::tests::a_move_between_windows_is_caught_by_the_retrace`.
 #[test]
 fn move_between_cells_across_windows() {
     model(|| {

@@ -57,7 +57,12 @@
 //!      the trace already is its Σ-test at that window's t* (its trial counts
 //!      are zero, and every edge counted into it is a member's edge at t*),
 //!      so only the Δ-test runs, on all candidates at once: no second trace,
-//!      no components.
+//!      no components. The window test (`edge_crosses_windows`) is what
+//!      keeps this sound: a handle moved from a cell of a closed window into
+//!      a cell of a later one is traced twice with no word changing, which
+//!      only the re-trace sees (`tests.rs::a_move_between_windows_is_caught_by_the_retrace`,
+//!      loom model `move_between_cells_across_windows`: both fail with the
+//!      test planted to return `false`).
 //!    - *Slow path* (`validate_components`), when an edge crosses windows or
 //!      a Δ-test failed: each weakly connected component of the candidate
 //!      garbage on its own: if it spans windows, lock all of its cells at
@@ -141,17 +146,17 @@ const ROOT: u32 = 1 << 31;
 /// Bounds how long a mutator may wait for a cell the collector pinned: a
 /// trace of a few thousand objects.
 #[cfg(not(any(loom, miri)))]
-const PIN_BUDGET: usize = 8192;
+pub(super) const PIN_BUDGET: usize = 8192;
 /// Under Miri, whose tests use small graphs, sixteen: they still span
 /// windows.
 #[cfg(all(miri, not(loom)))]
-const PIN_BUDGET: usize = 16;
+pub(super) const PIN_BUDGET: usize = 16;
 /// Under loom, one guard: a window closes after every root's tree and
 /// within one at its second guard, so a three-object cycle spans two windows
 /// (the fallback to re-tracing validation) while two-object cycles fit in
 /// one.
 #[cfg(loom)]
-const PIN_BUDGET: usize = 1;
+pub(super) const PIN_BUDGET: usize = 1;
 
 /// Which collection to run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -921,7 +926,11 @@ fn claim(node: &Node) -> bool {
 }
 
 /// Whether an edge between candidate garbage nodes crosses from one pin
-/// window to another.
+/// window to another (then some component spans windows, and its trace is
+/// no snapshot of one instant). Test
+/// `a_move_between_windows_is_caught_by_the_retrace`, loom model
+/// `move_between_cells_across_windows` (planted `false`: a component freed
+/// under an outside handle).
 fn edge_crosses_windows(w: &Work) -> bool {
     (0..w.nodes.len()).filter(|&i| !w.nodes[i].live).any(|i| {
         let window = w.window_of(i as u32);

@@ -675,6 +675,128 @@ fn cycles_within_and_across_pin_windows() {
     assert!(weak.upgrade().is_none());
 }
 
+/// A node of `a_move_between_windows_is_caught_by_the_retrace`: lockable
+/// cells, and "mutator code" its `Trace` runs the first time it is traced.
+struct Win {
+    drops: Arc<AtomicUsize>,
+    cells: Vec<Mutex<Option<Gc<Win>>>>,
+    on_first_trace: Mutex<Option<Box<dyn FnOnce() + Send>>>,
+}
+
+// SAFETY: reports the handle in each cell once, through the cell's mutex.
+// The side effect moves a handle between cells of other objects, under
+// their locks (see the test): the edges reported are still exactly this
+// value's handles.
+unsafe impl Trace for Win {
+    fn trace(&self, tracer: &mut Tracer<'_>) {
+        let hook = self.on_first_trace.lock().unwrap().take();
+        if let Some(hook) = hook {
+            hook();
+        }
+        for cell in &self.cells {
+            cell.trace(tracer);
+        }
+    }
+}
+
+impl Drop for Win {
+    fn drop(&mut self) {
+        self.drops.fetch_add(1, SeqCst);
+    }
+}
+
+/// The only outside handle of `a_move_between_windows_is_caught_by_the_retrace`,
+/// where its "mutator code" finds it. A static, never dropped by unwinding:
+/// if the collector frees its target (the bug the test catches), the test
+/// fails on the drop count without touching it again.
+static PARKED: Mutex<Option<Gc<Win>>> = Mutex::new(None);
+
+/// The race the Σ-test exists for, across pin windows (`collector.rs`, step
+/// 4), made deterministic: a `Trace` with a side effect runs the mutator's
+/// move at the one moment it matters.
+///
+/// `t` holds `x`, `m`, `y` (one cell each); `x` holds `t`; the only outside
+/// handle on `t` is parked in `PARKED`. `t`'s tree is traced `t`, `x`, `m`,
+/// `y`, and `x`'s `PIN_BUDGET` cells close the first pin window right after
+/// it, unlocking the cells of `t` and `x`. Tracing `m` then runs the
+/// mutator: through the parked handle it moves the `x -> t` handle into
+/// `y`'s cell, not traced yet. No count changes, so no header word changes
+/// (the Δ-test passes); `y`'s trace counts the handle a second time, so
+/// `t`'s trial count is zero and the parked handle is missed: every trial
+/// count is zero. Only the re-trace of the component, which spans both
+/// windows, with all of its cells locked at once, sees `t` with one
+/// internal edge and a count of two. With `edge_crosses_windows` planted to
+/// return `false` the component is claimed by the Δ-test alone and freed
+/// under the parked handle (this test then fails on the drop count).
+#[test]
+fn a_move_between_windows_is_caught_by_the_retrace() {
+    let _s = serial();
+    collect(); // no other test's roots: `t` is the only root
+    let drops = Arc::new(AtomicUsize::new(0));
+    let win = |cells: usize, hook: Option<Box<dyn FnOnce() + Send>>| {
+        Gc::new(Win {
+            drops: drops.clone(),
+            cells: (0..cells).map(|_| Mutex::new(None)).collect(),
+            on_first_trace: Mutex::new(hook),
+        })
+    };
+    let the_move: Box<dyn FnOnce() + Send> = Box::new(|| {
+        // Blocking on a cell the collector pins would deadlock: `try_lock`,
+        // and fail loudly if the windows are not where the test expects.
+        let pinned = "a cell is pinned: the windows moved";
+        let parked = PARKED.lock().unwrap();
+        let t = parked.as_ref().unwrap();
+        let from = t.cells[0].try_lock().expect(pinned);
+        let to = t.cells[2].try_lock().expect(pinned);
+        let x = from.as_ref().unwrap();
+        let y = to.as_ref().unwrap();
+        let moved = x.cells[0].try_lock().expect(pinned).take();
+        assert!(moved.is_some(), "the move runs once, with the handle in x");
+        *y.cells[0].try_lock().expect(pinned) = moved;
+    });
+    let (t, x, m, y) = (
+        win(3, None),
+        win(super::collector::PIN_BUDGET, None),
+        win(0, Some(the_move)),
+        win(1, None),
+    );
+    *x.cells[0].lock().unwrap() = Some(t.clone());
+    for (cell, target) in t.cells.iter().zip([x, m, y]) {
+        *cell.lock().unwrap() = Some(target);
+    }
+    drop(t.clone()); // buffers `t`
+    *PARKED.lock().unwrap() = Some(t);
+    collect();
+    assert_eq!(
+        drops.load(SeqCst),
+        0,
+        "the component was freed under its outside handle"
+    );
+    let t = PARKED.lock().unwrap().take().unwrap();
+    // Everything is still there, the moved handle in `y`.
+    assert!(Gc::try_deref(&t).is_some());
+    let cells: Vec<Gc<Win>> = t
+        .cells
+        .iter()
+        .map(|c| c.lock().unwrap().clone().unwrap())
+        .collect();
+    assert!(cells.iter().all(|c| Gc::try_deref(c).is_some()));
+    assert!(cells[0].cells[0].lock().unwrap().is_none());
+    assert!(Gc::ptr_eq(
+        cells[2].cells[0].lock().unwrap().as_ref().unwrap(),
+        &t
+    ));
+    assert_eq!(Gc::strong_count(&t), 2, "the parked handle and y's");
+    drop(cells);
+    // Without the outside handle, `t <-> y` (with `x`, `m`) is garbage: the
+    // re-trace now passes and the component is freed.
+    let weak = Gc::downgrade(&t);
+    drop(t);
+    collect();
+    assert_eq!(drops.load(SeqCst), 4);
+    assert!(weak.upgrade().is_none());
+}
+
 #[test]
 fn adaptive_interval_follows_the_yield() {
     // The rule: half or more freed halves the interval (not below 1024);
