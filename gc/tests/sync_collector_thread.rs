@@ -3,6 +3,8 @@
 //! destructors of collected cycles; mutators keep churning with bounded
 //! garbage; `collect()` stays synchronous; stopping joins the thread and a
 //! later request starts a new one.
+// The collector thread does not exist in loom builds.
+#![cfg(not(loom))]
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};

@@ -253,7 +253,10 @@
 //! and no count or word changes. Without the Δ-test, a thread can trade a
 //! handle on one member for one on another while their counts are read at
 //! different times. The loom models `move_between_cells` and `count_tear`
-//! fail when either test is removed.
+//! fail when either test is removed. A component traced across pin windows
+//! is no snapshot of one instant, so it is re-traced under all its locks:
+//! the loom model `move_between_cells_across_windows` and the test
+//! `a_move_between_windows_is_caught_by_the_retrace` fail when it is not.
 //!
 //! # Policies
 //!
