@@ -5,7 +5,11 @@
 //! order, one collection:
 //!
 //! 1. **Drain** every thread's buffer (and, in a full collection, the old
-//!    roots). Each armed entry of a live object becomes a *hold* (a strong
+//!    roots) — or, in a mutator's automatic minor collection
+//!    ([`Kind::Local`]), its own buffer, the exited threads' and the stale
+//!    ones (see *Where collections run* in the module docs). Which roots a
+//!    collection starts from never matters to soundness: any set of holds
+//!    is validated the same way. Each armed entry of a live object becomes a *hold* (a strong
 //!    reference owned by the collector) whose resulting header word is the
 //!    object's snapshot `W`. A minor collection does not drain the entries
 //!    of old objects: it moves them to the old roots, untouched.
@@ -164,6 +168,11 @@ pub(crate) enum Kind {
     /// From the young roots only, never entering old objects; the live
     /// objects are promoted.
     Minor,
+    /// A minor collection from the roots of the calling thread (and of
+    /// exited threads, and of buffers no collection took for
+    /// [`STALE`](super::state::STALE) collections): the Adaptive trigger's
+    /// collection on a mutator.
+    Local,
     /// From every root, entering everything; the live objects are promoted
     /// if `promote` (not for Nim16, which has no generations).
     Full { promote: bool },
@@ -595,11 +604,15 @@ fn run_locked(
 /// One collection; the caller holds the collector lock.
 fn collect_locked(global: &Global, w: &mut Work, kind: Kind) -> (usize, usize, Panic) {
     let timer = crate::stats::PauseTimer::start();
-    let minor = kind == Kind::Minor;
+    let minor = matches!(kind, Kind::Minor | Kind::Local);
     let promote = kind != Kind::Full { promote: false };
 
     // 1. Drain (a minor collection leaves the old objects' entries alone).
-    global.drain_all(&mut w.entries);
+    if kind == Kind::Local {
+        global.drain_local(&mut w.entries);
+    } else {
+        global.drain_all(&mut w.entries);
+    }
     if !minor {
         w.entries.append(&mut global.old_roots.lock());
         global.old_roots_waiting.store(0, Relaxed);

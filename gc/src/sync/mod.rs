@@ -262,7 +262,7 @@
 //!
 //! Collections are triggered per thread, by the thread that buffers a root,
 //! according to its [`Policy`]: `Adaptive` collects when the roots this thread
-//! buffered since the last collection (by any thread) reach the number of
+//! buffered since a collection last took its buffer reach the number of
 //! objects the last collection traced, found *live* and promoted — the work
 //! it wasted, as the single-threaded collector's young threshold, up to
 //! 4096 (a minor collection never traces an old object again, so a large
@@ -315,7 +315,17 @@
 //!
 //! By default ([`CollectorMode::Mutators`]) a collection that the Adaptive
 //! trigger asks for runs on the thread whose buffering made it due, and the
-//! destructors of the cycles it frees run there. With
+//! destructors of the cycles it frees run there. A minor one starts from
+//! that thread's own roots (and those of exited threads), not every
+//! thread's: each thread traces and frees the garbage it dropped, whose
+//! objects its own core touched last, into its own allocator cache, instead
+//! of pulling other threads' objects across cores (a cycle that spans
+//! threads is still found from any of its roots: the trace follows edges
+//! wherever they lead). A live thread's buffer that no collection took in
+//! the last 8 collections is taken by the next one, so the garbage of a
+//! thread that stops buffering waits a bounded time as long as any thread
+//! collects (`tests/sync_local.rs`); full collections, the collector
+//! thread's, [`collect`] and [`collect_minor`] take every buffer. With
 //! [`CollectorMode::Thread`] ([`set_collector_mode`]) mutators only buffer
 //! roots and wake a collector thread (started lazily by the first request,
 //! named `recycler-sync-collector`, stopped by [`stop_collector_thread`]),

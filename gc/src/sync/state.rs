@@ -112,6 +112,12 @@ pub(crate) fn adaptive_level() -> usize {
 /// [`ADAPTIVE_MIN`].
 const FULL_DIVISOR: u64 = 4;
 
+/// A minor collection on a mutator takes the buffers of other (live)
+/// threads only when no collection took them for this many collections:
+/// an idle thread's garbage waits at most that long, as long as any thread
+/// collects.
+pub(crate) const STALE: u64 = 8;
+
 /// Counters a thread writes alone (statistics are sums over threads).
 #[derive(Default)]
 struct Counters {
@@ -133,6 +139,11 @@ impl Counters {
 pub(crate) struct Slot {
     entries: Mutex<Vec<Entry>>,
     counters: Counters,
+    /// One more than `Global::collections` when a collection last took
+    /// this buffer (written under the registry lock): the owner's trigger
+    /// counts its roots from there, and a buffer left [`STALE`]
+    /// collections behind is taken by any collection.
+    drained_at: StatCounter,
 }
 
 /// Process-wide state.
@@ -213,9 +224,29 @@ impl Global {
     /// thread starting or exiting waits for a few `memcpy`s at most.
     pub(crate) fn drain_all(&self, into: &mut Vec<Entry>) {
         let registry = self.registry.lock();
+        let now = self.collections.load(Relaxed) + 1;
         into.append(&mut self.orphans.lock());
         for slot in registry.iter() {
             into.append(&mut slot.entries.lock());
+            slot.drained_at.store(now, Relaxed);
+        }
+    }
+
+    /// Takes the calling thread's entries, those of exited threads, and
+    /// those of every thread whose buffer no collection took in the last
+    /// [`STALE`] collections (see *Where collections run* in the module
+    /// docs).
+    pub(crate) fn drain_local(&self, into: &mut Vec<Entry>) {
+        let registry = self.registry.lock();
+        let now = self.collections.load(Relaxed) + 1;
+        into.append(&mut self.orphans.lock());
+        let own = LOCAL.try_with(|l| Arc::as_ptr(&l.slot)).ok();
+        for slot in registry.iter() {
+            let stale = now.saturating_sub(slot.drained_at.load(Relaxed)) >= STALE;
+            if stale || own == Some(Arc::as_ptr(slot)) {
+                into.append(&mut slot.entries.lock());
+                slot.drained_at.store(now, Relaxed);
+            }
         }
     }
 
@@ -321,10 +352,10 @@ struct Local {
     threshold: Cell<usize>,
     /// Nim16 uses [`NIM_SHARED`] instead of `threshold`.
     nim_shared: Cell<bool>,
-    /// Roots this thread buffered since the last collection (by any thread)
-    /// that it noticed.
+    /// Roots this thread buffered since a collection last took its buffer
+    /// (as far as it noticed).
     since: Cell<usize>,
-    /// `Global::collections` when `since` was last reset.
+    /// `Slot::drained_at` when `since` was last reset.
     epoch: Cell<u64>,
 }
 
@@ -333,8 +364,12 @@ impl Local {
         let slot = Arc::new(Slot {
             entries: Mutex::new(Vec::new()),
             counters: Counters::default(),
+            drained_at: StatCounter::new(0),
         });
         let global = global_ref();
+        // Fresh, as if a collection had just taken it.
+        let epoch = global.collections.load(Relaxed) + 1;
+        slot.drained_at.store(epoch, Relaxed);
         global.registry.lock().push(slot.clone());
         Local {
             global,
@@ -343,7 +378,7 @@ impl Local {
             threshold: Cell::new(NIM_START),
             nim_shared: Cell::new(false),
             since: Cell::new(0),
-            epoch: Cell::new(0),
+            epoch: Cell::new(epoch),
         }
     }
 }
@@ -461,10 +496,10 @@ pub(crate) fn push_root(entry: Entry) {
             }
             Policy::Nim16 => Due::No,
             Policy::Adaptive => {
-                // A collection by any thread drained this thread's roots
-                // too: count only the roots buffered since.
+                // A collection by another thread may have taken this
+                // thread's roots too: count only the roots buffered since.
                 let global = global();
-                let epoch = global.collections.load(Relaxed);
+                let epoch = l.slot.drained_at.load(Relaxed);
                 if epoch != l.epoch.get() {
                     l.epoch.set(epoch);
                     l.since.set(0);
@@ -482,7 +517,7 @@ pub(crate) fn push_root(entry: Entry) {
                     if global.full_due() {
                         Kind::Full { promote: true }
                     } else {
-                        Kind::Minor
+                        Kind::Local
                     }
                 };
                 if l.since.get() >= threshold.saturating_mul(PACE) {
@@ -498,7 +533,7 @@ pub(crate) fn push_root(entry: Entry) {
     let due = due.map(|due| match due {
         Due::No => None,
         #[cfg(not(loom))]
-        Due::Collect(Kind::Minor | Kind::Full { promote: true })
+        Due::Collect(Kind::Local | Kind::Full { promote: true })
             if super::background::enabled() && super::background::request() =>
         {
             None
@@ -511,7 +546,7 @@ pub(crate) fn push_root(entry: Entry) {
             if let Some((freed, touched)) = collected {
                 let _ = LOCAL.try_with(|l| {
                     l.since.set(0);
-                    l.epoch.set(global().collections.load(Relaxed));
+                    l.epoch.set(l.slot.drained_at.load(Relaxed));
                     if l.policy.get() == Policy::Nim16 {
                         let t = l.nim_threshold();
                         let next = if freed * 2 >= touched {
