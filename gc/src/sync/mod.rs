@@ -50,11 +50,13 @@
 //! `CLAIMED`, `DOOMED`, `GONE` and a modification counter that every mutator
 //! RMW bumps (see `header.rs`). A collection (one at a time, `try_lock`ed,
 //! waited for only boundedly by a thread whose garbage outruns it; see
-//! *Policies*) drains every thread's buffer, takes a *hold* (a strong
-//! reference) on each live root, traces breadth-first — each object's cells
-//! locked with `try_lock` while it is traced, and a hold taken on every new
-//! target *before* those locks are released — and runs trial deletion on
-//! private counts derived from the word snapshots `W` taken by the holds.
+//! *Policies*) drains the buffers (every thread's, or for a mutator's
+//! automatic minor collection its own, see *Where collections run*), takes
+//! a *hold* (a strong reference) on each live root, traces breadth-first —
+//! each object's cells locked with `try_lock` while it is traced, and a
+//! hold taken on every new target *before* those locks are released — and
+//! runs trial deletion on private counts derived from the word snapshots
+//! `W` taken by the holds.
 //! Each weakly connected component of the candidate garbage is then
 //! validated: (Σ) lock every cell of the component at once, re-trace it and
 //! check that every member's snapshot count is exactly its in-degree inside
