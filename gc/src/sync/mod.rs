@@ -313,6 +313,23 @@
 //! the next collection counts the objects the last one promoted (its wasted
 //! work), no longer the old objects it re-traced.
 //!
+//! The policy is not what separates dumpster's random operations on one
+//! thread from `Arc` (1.32× its instructions, callgrind, 250,000 operations,
+//! four runs in one process as criterion's iterations). All collections
+//! together are 10.6 % of the instructions (a third of that is freeing the
+//! objects that died by counting while buffered); without them, but for
+//! those frees and the cycles' drops, the ratio would still be about 1.23×:
+//! the rest is the mutators' buffering and drops. Measured there, and not
+//! kept: interval bounds from 512 to 16,384 roots, a full trigger from
+//! 4096, no full collections, or only full ones, all change the
+//! instructions by −1 to +1 % and simulated first-level cache misses by
+//! under 4 % (a fixed interval of 1024: +3 % and +10 %). Exempting from the
+//! cross-generation rule the nodes that reach no old object (sound: a cycle
+//! through the old generation runs from the node to an old member) halves
+//! the old roots but costs 1.0 to 1.6 % more instructions: a node queued as
+//! an old root is already `BUFFERED`, so the mutators' later decrements of
+//! it push nothing, and the exemption hands those pushes back to them.
+//!
 //! # Where collections run
 //!
 //! By default ([`CollectorMode::Mutators`]) a collection that the Adaptive
