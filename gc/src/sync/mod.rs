@@ -344,7 +344,13 @@
 //! the last 8 collections is taken by the next one, so the garbage of a
 //! thread that stops buffering waits a bounded time as long as any thread
 //! collects (`tests/sync_local.rs`); full collections, the collector
-//! thread's, [`collect`] and [`collect_minor`] take every buffer. With
+//! thread's, [`collect`] and [`collect_minor`] take every buffer. Measured
+//! on the 2-vCPU EPYC (`sync_profile churn recycler-sync-gc 2 100000 7`,
+//! alternating with the binary that drained every buffer): 2-thread cycle
+//! churn faster in 20 of 22 pairs, median of the last ten 295 → 252 ns
+//! per cycle (leaking `Arc` ~130); 2-thread random operations and the
+//! work-stealing server (6 alternating pairs at 256 connections) moved
+//! within their noise. With
 //! [`CollectorMode::Thread`] ([`set_collector_mode`]) mutators only buffer
 //! roots and wake a collector thread (started lazily by the first request,
 //! named `recycler-sync-collector`, stopped by [`stop_collector_thread`]),
