@@ -237,10 +237,12 @@ impl Global {
     /// [`STALE`] collections (see *Where collections run* in the module
     /// docs).
     pub(crate) fn drain_local(&self, into: &mut Vec<Entry>) {
+        // Before the registry lock: a first access registers the thread,
+        // which takes that lock.
+        let own = LOCAL.try_with(|l| Arc::as_ptr(&l.slot)).ok();
         let registry = self.registry.lock();
         let now = self.collections.load(Relaxed) + 1;
         into.append(&mut self.orphans.lock());
-        let own = LOCAL.try_with(|l| Arc::as_ptr(&l.slot)).ok();
         for slot in registry.iter() {
             let stale = now.saturating_sub(slot.drained_at.load(Relaxed)) >= STALE;
             if stale || own == Some(Arc::as_ptr(slot)) {
