@@ -9,10 +9,11 @@
 //!    ([`Kind::Local`]), its own buffer, the exited threads' and the stale
 //!    ones (see *Where collections run* in the module docs). Which roots a
 //!    collection starts from never matters to soundness: any set of holds
-//!    is validated the same way. Each armed entry of a live object becomes a *hold* (a strong
-//!    reference owned by the collector) whose resulting header word is the
-//!    object's snapshot `W`. A minor collection does not drain the entries
-//!    of old objects: it moves them to the old roots, untouched.
+//!    is validated the same way. Each armed entry of a live object becomes
+//!    a *hold* (a strong reference owned by the collector) whose resulting
+//!    header word is the object's snapshot `W`. A minor collection does not
+//!    drain the entries of old objects: it moves them to the old roots,
+//!    untouched.
 //! 2. **Trace** root by root: a root's *tree* is the root and the nodes it
 //!    adds, traced in order (a root it reaches that is not in the graph yet
 //!    is added there, with its tree). Nodes are numbered in this order, and
@@ -608,11 +609,7 @@ fn collect_locked(global: &Global, w: &mut Work, kind: Kind) -> (usize, usize, P
     let promote = kind != Kind::Full { promote: false };
 
     // 1. Drain (a minor collection leaves the old objects' entries alone).
-    if kind == Kind::Local {
-        global.drain_local(&mut w.entries);
-    } else {
-        global.drain_all(&mut w.entries);
-    }
+    global.drain(&mut w.entries, kind == Kind::Local);
     if !minor {
         w.entries.append(&mut global.old_roots.lock());
         global.old_roots_waiting.store(0, Relaxed);

@@ -216,39 +216,33 @@ impl Global {
         }
     }
 
-    /// Takes every buffered entry of every thread (and of exited threads).
+    /// Takes the buffered entries of exited threads and of every thread —
+    /// or, if `local`, only the calling thread's and those of threads whose
+    /// buffer no collection took in the last [`STALE`] collections (see
+    /// *Where collections run* in the module docs).
     ///
     /// Under the registry lock (the order every path takes: registry, then
     /// a buffer or the orphans), rather than on a copy of the registry: no
     /// allocation and no reference-count traffic per collection, and a
     /// thread starting or exiting waits for a few `memcpy`s at most.
-    pub(crate) fn drain_all(&self, into: &mut Vec<Entry>) {
-        let registry = self.registry.lock();
-        let now = self.collections.load(Relaxed) + 1;
-        into.append(&mut self.orphans.lock());
-        for slot in registry.iter() {
-            into.append(&mut slot.entries.lock());
-            slot.drained_at.store(now, Relaxed);
-        }
-    }
-
-    /// Takes the calling thread's entries, those of exited threads, and
-    /// those of every thread whose buffer no collection took in the last
-    /// [`STALE`] collections (see *Where collections run* in the module
-    /// docs).
-    pub(crate) fn drain_local(&self, into: &mut Vec<Entry>) {
+    pub(crate) fn drain(&self, into: &mut Vec<Entry>, local: bool) {
         // Before the registry lock: a first access registers the thread,
         // which takes that lock.
-        let own = LOCAL.try_with(|l| Arc::as_ptr(&l.slot)).ok();
+        let own = if local {
+            LOCAL.try_with(|l| Arc::as_ptr(&l.slot)).ok()
+        } else {
+            None
+        };
         let registry = self.registry.lock();
         let now = self.collections.load(Relaxed) + 1;
         into.append(&mut self.orphans.lock());
         for slot in registry.iter() {
-            let stale = now.saturating_sub(slot.drained_at.load(Relaxed)) >= STALE;
-            if stale || own == Some(Arc::as_ptr(slot)) {
-                into.append(&mut slot.entries.lock());
-                slot.drained_at.store(now, Relaxed);
+            let fresh = now.saturating_sub(slot.drained_at.load(Relaxed)) < STALE;
+            if local && fresh && own != Some(Arc::as_ptr(slot)) {
+                continue;
             }
+            into.append(&mut slot.entries.lock());
+            slot.drained_at.store(now, Relaxed);
         }
     }
 
