@@ -146,11 +146,12 @@ pub const FAMILIES: &[Family] = &[
     },
     Family {
         title: "Cycle churn on threads (thread-safe pointers)",
-        about: "2 threads × 100,000 two-node cycles (`a ↔ b` through `Mutex` edge cells), each dropped at once; automatic collection, and the final full collection inside the measured time. `arc` leaks every cycle (kept, and broken after the timing): the baseline.",
+        about: "2 threads × 100,000 two-node cycles (`a ↔ b` through `Mutex` edge cells), each dropped at once; automatic collection, and the final full collection inside the measured time. `arc` leaks every cycle (kept, and broken after the timing): the baseline; `arc-weak` is the careful program, the back edge `Weak`, every cycle freed by counting (what freeing costs without a collector).",
         groups: &["cycle churn threaded"],
         baseline: "arc",
         columns: &[
             "arc",
+            "arc-weak",
             "recycler-sync-gc",
             "recycler-sync-gc-thread",
             "dumpster-sync",
@@ -489,6 +490,7 @@ pub fn run_threaded(s: &mut Suite) {
     threaded_one::<DumpsterSync>(s, Some(0));
     threaded_one::<GcmoduleThreaded>(s, Some(0));
     cycle_churn_one::<StdArc>(s, true);
+    cycle_churn_arc_weak(s);
     cycle_churn_one::<RecyclerSyncGc>(s, false);
     cycle_churn_one::<RecyclerSyncGcThread>(s, false);
     cycle_churn_one::<DumpsterSync>(s, false);
@@ -515,6 +517,34 @@ fn cycle_churn_one<H: SyncHeap>(s: &mut Suite, leak: bool) {
             b.iter_custom(|iters| {
                 (0..iters)
                     .map(|_| cycle_churn::run::<H>(threads, CYCLE_CHURN_N, leak))
+                    .sum()
+            })
+        },
+    );
+}
+
+/// The careful `Arc` program of the cycle churn (a `Weak` back edge, freed
+/// by counting): what freeing costs without a collector.
+fn cycle_churn_arc_weak(s: &mut Suite) {
+    let e = Entry {
+        group: "cycle churn threaded",
+        id: "arc-weak",
+        param: None,
+        expected_alive: Some(0),
+        prepare: || {},
+        collect: || {},
+        unsupported: None,
+    };
+    let threads = CYCLE_CHURN_THREADS;
+    s.entry(
+        e,
+        |_| {
+            cycle_churn::run_arc_weak(threads, CYCLE_CHURN_N);
+        },
+        |b| {
+            b.iter_custom(|iters| {
+                (0..iters)
+                    .map(|_| cycle_churn::run_arc_weak(threads, CYCLE_CHURN_N))
                     .sum()
             })
         },

@@ -14,8 +14,8 @@
 //! all runs but the first (what criterion's iterations measure: warm
 //! thread-locals and allocator); pointers:
 //! `recycler-sync-gc`, `recycler-sync-gc-thread`, `arc-leak`, and for the
-//! hub `arc` (a `Weak` back edge: the request freed by counting, what
-//! freeing costs without a collector). Prints the nodes left alive at the
+//! hub `arc`, for the churn `arc-weak` (a `Weak` back edge: the request or
+//! cycle freed by counting, what freeing costs without a collector). Prints the nodes left alive at the
 //! end (0 for the collectors).
 
 use benches::heap::{Heap, SyncHeap};
@@ -24,11 +24,12 @@ use benches::ptr::recycler_sync_gc::{RecyclerSyncGc, RecyclerSyncGcThread};
 use benches::ptr::std_arc::StdArc;
 use benches::workloads::hub::{self, Back};
 use benches::workloads::{cycle_churn, threaded};
+use std::time::Duration;
 
 fn usage() -> ! {
     eprintln!(
         "usage: sync_profile hub <recycler-sync-gc|recycler-sync-gc-thread|arc-leak|arc> <H> <requests> [runs]\n       \
-         sync_profile churn <recycler-sync-gc|recycler-sync-gc-thread|arc-leak> <threads> <cycles> [runs]\n       \
+         sync_profile churn <recycler-sync-gc|recycler-sync-gc-thread|arc-leak|arc-weak> <threads> <cycles> [runs]\n       \
          sync_profile random <recycler-sync-gc|recycler-sync-gc-thread|arc> <threads> <operations> [runs]"
     );
     std::process::exit(2);
@@ -68,14 +69,18 @@ fn hub_run<H: Heap>(h: usize, requests: usize, leak: bool, back: Back, repeat: u
 
 fn churn_run<H: SyncHeap>(threads: usize, n: usize, leak: bool, repeat: usize) {
     H::prepare();
-    let mut t = cycle_churn::run::<H>(threads, n, leak);
+    churn_report(threads, n, repeat, || {
+        cycle_churn::run::<H>(threads, n, leak)
+    });
+}
+
+/// Runs `run` `repeat` times and prints the time per cycle: as criterion's
+/// iterations, the first run warms up (thread-locals, the allocator's
+/// arenas) and the others are timed.
+fn churn_report(threads: usize, n: usize, repeat: usize, run: impl Fn() -> Duration) {
+    let mut t = run();
     if repeat > 1 {
-        // As criterion's iterations: the first run warms up (thread-locals,
-        // the allocator's arenas), the others are timed.
-        t = (1..repeat)
-            .map(|_| cycle_churn::run::<H>(threads, n, leak))
-            .sum::<std::time::Duration>()
-            / (repeat - 1) as u32;
+        t = (1..repeat).map(|_| run()).sum::<Duration>() / (repeat - 1) as u32;
     }
     let s = recycler::sync::stats();
     eprintln!(
@@ -132,6 +137,7 @@ fn main() {
             churn_run::<RecyclerSyncGcThread>(a, b, false, repeat)
         }
         ("churn", "arc-leak") => churn_run::<StdArc>(a, b, true, repeat),
+        ("churn", "arc-weak") => churn_report(a, b, repeat, || cycle_churn::run_arc_weak(a, b)),
         ("random", "recycler-sync-gc") => random_run::<RecyclerSyncGc>(a, b, repeat),
         ("random", "recycler-sync-gc-thread") => random_run::<RecyclerSyncGcThread>(a, b, repeat),
         ("random", "arc") => random_run::<StdArc>(a, b, repeat),

@@ -3,11 +3,17 @@
 //! to the pointer's automatic collection; the final full collection is inside
 //! the measured time, so no collector can hide deferred work. A counting
 //! pointer leaks every cycle: its run keeps them and breaks them after the
-//! timing (the baseline "leaking `Arc`").
+//! timing (the baseline "leaking `Arc`"). [`run_arc_weak`] is the careful
+//! program instead: the same two nodes and edge lists with the back edge
+//! `Weak`, so counting frees every cycle as it goes (what freeing costs
+//! without a collector).
 
 use std::time::{Duration, Instant};
 
+use std::sync::{Arc, Mutex, Weak};
+
 use crate::heap::SyncHeap;
+use crate::live::Live;
 
 /// One cycle; returns one handle of it (the caller drops or keeps it).
 #[inline]
@@ -51,4 +57,46 @@ pub fn run<H: SyncHeap>(threads: usize, n: usize, leak: bool) -> Duration {
         }
     }
     elapsed
+}
+
+/// An edge of [`WeakNode`]: owning, or the `Weak` back edge of a cycle.
+enum Edge {
+    Strong(#[allow(dead_code)] Arc<WeakNode>),
+    Weak(#[allow(dead_code)] Weak<WeakNode>),
+}
+
+/// `std_arc::SyncNode` with edges that may be `Weak`: the same allocation
+/// sizes but for the edge list's buffer (one 16-byte edge instead of 8).
+struct WeakNode {
+    edges: Mutex<Vec<Edge>>,
+    _live: Live,
+}
+
+fn weak_node() -> Arc<WeakNode> {
+    Arc::new(WeakNode {
+        edges: Mutex::new(Vec::new()),
+        _live: Live::new(),
+    })
+}
+
+/// [`run`]'s cycle with the back edge `b → a` `Weak`: `a` owns `b`, and
+/// dropping `a` frees both by counting. Returns the time of `n` cycles on
+/// each of `threads` threads.
+pub fn run_arc_weak(threads: usize, n: usize) -> Duration {
+    let start = Instant::now();
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(move || {
+                for _ in 0..n {
+                    let a = weak_node();
+                    let b = weak_node();
+                    let a2 = Arc::downgrade(&a);
+                    b.edges.lock().unwrap().push(Edge::Weak(a2));
+                    a.edges.lock().unwrap().push(Edge::Strong(b));
+                    drop(std::hint::black_box(a));
+                }
+            });
+        }
+    });
+    start.elapsed()
 }
