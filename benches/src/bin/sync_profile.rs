@@ -78,17 +78,27 @@ fn churn_run<H: SyncHeap>(threads: usize, n: usize, leak: bool, repeat: usize) {
 /// iterations, the first run warms up (thread-locals, the allocator's
 /// arenas) and the others are timed.
 fn churn_report(threads: usize, n: usize, repeat: usize, run: impl Fn() -> Duration) {
-    let mut t = run();
+    let before = recycler::sync::stats();
+    let first = run();
+    let mut t = first;
+    let mut wall = first;
     if repeat > 1 {
-        t = (1..repeat).map(|_| run()).sum::<Duration>() / (repeat - 1) as u32;
+        let rest = (1..repeat).map(|_| run()).sum::<Duration>();
+        wall += rest;
+        t = rest / (repeat - 1) as u32;
     }
     let s = recycler::sync::stats();
+    let collections = s.minor_collections + s.full_collections;
+    // There is one collector lock: a share near 100 % means the threads'
+    // collections queue behind each other.
+    let busy = (s.total_pause - before.total_pause).as_secs_f64() / wall.as_secs_f64();
     eprintln!(
-        "{:.1} ns per cycle; sync collections {} (minor {}), {:.0} objects traced per collection",
+        "{:.1} ns per cycle; sync collections {} (minor {}), {:.0} objects traced per collection; a collection running {:.0} % of the wall time",
         t.as_nanos() as f64 / (threads * n) as f64,
-        s.minor_collections + s.full_collections,
+        collections,
         s.minor_collections,
-        s.nodes_traced as f64 / (s.minor_collections + s.full_collections).max(1) as f64
+        s.nodes_traced as f64 / collections.max(1) as f64,
+        busy * 100.0
     );
 }
 
