@@ -89,11 +89,12 @@ fn churn_report(threads: usize, n: usize, repeat: usize, run: impl Fn() -> Durat
     }
     let s = recycler::sync::stats();
     let collections = s.minor_collections + s.full_collections;
-    // There is one collector lock: a share near 100 % means the threads'
-    // collections queue behind each other.
+    // Collection time summed over the threads (pauses, including the frees
+    // after the collector lock is released): near 100 % with more than one
+    // thread, the threads' collections queue behind each other.
     let busy = (s.total_pause - before.total_pause).as_secs_f64() / wall.as_secs_f64();
     eprintln!(
-        "{:.1} ns per cycle; sync collections {} (minor {}), {:.0} objects traced per collection; a collection running {:.0} % of the wall time",
+        "{:.1} ns per cycle; sync collections {} (minor {}), {:.0} objects traced per collection; collections {:.0} % of the wall time",
         t.as_nanos() as f64 / (threads * n) as f64,
         collections,
         s.minor_collections,
