@@ -44,6 +44,7 @@
 //! | `get_mut_against_collector` | `&mut` access vs. tracing (data race check) |
 //! | `abort_then_eventual_collection` | validation fails, a later pass frees |
 //! | `two_concurrent_collectors` | R5 and one-collector-at-a-time |
+//! | `drain_against_unlocked_drop` | a collection frees its doomed without the collector lock while another drains a doomed member's pending entry (planted: a drain that holds a doomed object, found at bound 4; without the fix it was written for, `release_doomed` loading the word after its release RMW, a use after free at bound 5) |
 //!
 //! Generations (tests/generations.rs), each checked against a planted bug at
 //! the bound above (the bug put in temporarily, the model failing, the bug

@@ -419,6 +419,29 @@ fn two_concurrent_collectors() {
     });
 }
 
+/// A collection drops its doomed values after releasing the collector lock
+/// while a second thread collects: `b`'s only outside handle is dropped on
+/// that thread, so `b` (reached by tracing from `a`, never drained) may be
+/// doomed with its buffer entry in the second thread's buffer, which the
+/// second collection drains while the first releases `b`. Each value is
+/// dropped once and each memory freed once (no use after free).
+#[test]
+fn drain_against_unlocked_drop() {
+    model(|| {
+        set_policy(Policy::Manual);
+        let book = Book::new(2);
+        let (a, b) = pair(&book);
+        let t = thread::spawn(move || {
+            drop(b);
+            collect();
+        });
+        drop(a);
+        collect();
+        t.join().unwrap();
+        book.finish();
+    });
+}
+
 /// A self-loop whose `Trace` panics the first time it runs.
 struct Fragile {
     me: Mutex<Option<Gc<Fragile>>>,

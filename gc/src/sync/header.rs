@@ -337,7 +337,6 @@ impl Header {
         let header = unsafe { this.as_ref() };
         let old = header.word.fetch_add(DEC, Release);
         if count(old) == 1 {
-            let _ = header.word.load(Acquire);
             // SAFETY: we performed the transition to zero.
             unsafe { Self::last_strong_released(this, old) }
         }
@@ -381,7 +380,6 @@ impl Header {
             return unsafe { Self::dec_strong_buffering_slow(this) };
         }
         if last {
-            let _ = header.word.load(Acquire);
             // SAFETY: we performed the transition to zero.
             unsafe { Self::last_strong_released(this, w) };
             return false;
@@ -416,7 +414,6 @@ impl Header {
             };
             match header.word.compare_exchange_weak(w, new, Release, Relaxed) {
                 Ok(_) if count(w) == 1 => {
-                    let _ = header.word.load(Acquire);
                     // SAFETY: we performed the transition to zero.
                     unsafe { Self::last_strong_released(this, w) };
                     return false;
@@ -427,19 +424,37 @@ impl Header {
         }
     }
 
-    /// The count reached zero by the RMW that returned `old`.
+    /// The count reached zero by the (`Release`) RMW that returned `old`.
+    ///
+    /// Whoever uses the object after that first loads its word with
+    /// `Acquire` (the acquiring side of `Arc`'s release sequence), except in
+    /// one case, which must not touch the header at all: a collected value
+    /// (`GONE`) whose buffer entry is still pending. That entry's drain owns
+    /// the memory's release, and it may run, see the zero count and free the
+    /// memory as soon as our RMW is done (a resurrected dead handle dropped
+    /// while another thread drains; loom model `drain_against_unlocked_drop`
+    /// found the collector's own version of it in `release_doomed`).
     ///
     /// # Safety
-    /// The caller performed that transition (and an acquire load after it).
+    /// The caller performed that transition and does not touch the header
+    /// after this call.
     pub(crate) unsafe fn last_strong_released(this: NonNull<Header>, old: u64) {
         if old & GONE != 0 {
             // A collected object: its value was dropped by the collector.
             if old & BUFFERED == 0 {
+                // SAFETY: our strong reference was the last one and no entry
+                // exists (none can appear at a zero count): the shared weak
+                // reference is ours, and keeps the header alive.
+                let _ = unsafe { this.as_ref() }.word.load(Acquire);
                 // SAFETY: the shared weak reference was still held.
                 unsafe { Self::release_weak(this) };
             }
             return;
         }
+        // SAFETY: the value is still there (not `GONE`), so no drain can
+        // free the memory before `finish_value` releases the shared weak
+        // reference, which the value's drop ends with.
+        let _ = unsafe { this.as_ref() }.word.load(Acquire);
         super::drops::drop_value_later(this, old);
     }
 
@@ -458,13 +473,14 @@ impl Header {
         let header = unsafe { this.as_ref() };
         let old = header.word.fetch_add(GONE.wrapping_add(DEC), Release);
         debug_assert!(old & DOOMED != 0 && old & GONE == 0);
-        if count(old) == 1 {
+        // With an entry pending, its drain (perhaps another collector's,
+        // right now: the doomed are released without the collector lock)
+        // frees the memory: the header must not be touched after the RMW.
+        if count(old) == 1 && old & BUFFERED == 0 {
             let _ = header.word.load(Acquire);
-            if old & BUFFERED == 0 {
-                // SAFETY: we performed the transition to zero of a value
-                // that is gone, and no entry needs the memory.
-                unsafe { Self::release_weak(this) };
-            }
+            // SAFETY: we performed the transition to zero of a value that
+            // is gone, and no entry needs the memory.
+            unsafe { Self::release_weak(this) };
         }
     }
 

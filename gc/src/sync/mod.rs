@@ -81,12 +81,13 @@
 //! until its window closes (at most `PIN_BUDGET` = 8192 guards' worth of
 //! tracing; the collector itself only `try_lock`s, so it never waits for a
 //! mutator). Doomed
-//! members are marked dead (`Deref` panics, `try_deref` returns `None`),
-//! every value is dropped (a panicking `Drop` does not stop the others and is
-//! re-raised afterwards), then the holds are released and memory follows
-//! `Arc`'s weak protocol. A collection runs as a drop batch (`drops.rs`):
-//! values whose count reaches zero during it are dropped after it, outside
-//! the collector lock, each under `catch_unwind`. A panicking `Trace` counts
+//! members are marked dead (`Deref` panics, `try_deref` returns `None`);
+//! then the collector lock is released (so another thread's collection can
+//! start) and every value is dropped (a panicking `Drop` does not stop the
+//! others and is re-raised afterwards), then the holds are released and
+//! memory follows `Arc`'s weak protocol. A collection runs as a drop batch
+//! (`drops.rs`): values whose count reaches zero during it are dropped after
+//! it, outside the collector lock, each under `catch_unwind`. A panicking `Trace` counts
 //! as a cell that could not be locked (the object is kept and buffered
 //! again) and is re-raised when the collection ends. Drops and collections use explicit work lists,
 //! never recursion proportional to the graph: a drop nested in another runs

@@ -186,6 +186,9 @@ pub(crate) struct Global {
     pub(crate) total_pause_ns: StatCounter,
     pub(crate) max_pause_ns: StatCounter,
     pub(crate) total_pause_cpu_ns: StatCounter,
+    /// Collections dropping their doomed values after releasing the
+    /// collector lock (step 5); an explicit collection waits for zero.
+    pub(crate) dying: StatCounter,
 }
 
 impl Global {
@@ -213,6 +216,7 @@ impl Global {
             total_pause_ns: StatCounter::new(0),
             max_pause_ns: StatCounter::new(0),
             total_pause_cpu_ns: StatCounter::new(0),
+            dying: StatCounter::new(0),
         }
     }
 
