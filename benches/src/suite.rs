@@ -507,20 +507,9 @@ fn cycle_churn_one<H: SyncHeap>(s: &mut Suite, leak: bool) {
         collect: H::collect,
         unsupported: H::unsupported(),
     };
-    let threads = CYCLE_CHURN_THREADS;
-    s.entry(
-        e,
-        |_| {
-            cycle_churn::run::<H>(threads, CYCLE_CHURN_N, leak);
-        },
-        |b| {
-            b.iter_custom(|iters| {
-                (0..iters)
-                    .map(|_| cycle_churn::run::<H>(threads, CYCLE_CHURN_N, leak))
-                    .sum()
-            })
-        },
-    );
+    cycle_churn_entry(s, e, || {
+        cycle_churn::run::<H>(CYCLE_CHURN_THREADS, CYCLE_CHURN_N, leak)
+    });
 }
 
 /// The careful `Arc` program of the cycle churn (a `Weak` back edge, freed
@@ -535,19 +524,20 @@ fn cycle_churn_arc_weak(s: &mut Suite) {
         collect: || {},
         unsupported: None,
     };
-    let threads = CYCLE_CHURN_THREADS;
+    cycle_churn_entry(s, e, || {
+        cycle_churn::run_arc_weak(CYCLE_CHURN_THREADS, CYCLE_CHURN_N)
+    });
+}
+
+/// One cycle churn entry: `run` once untimed for the check, then criterion's
+/// iterations, each a whole run (threads started and joined inside it).
+fn cycle_churn_entry(s: &mut Suite, e: Entry<'_>, run: impl Fn() -> Duration) {
     s.entry(
         e,
         |_| {
-            cycle_churn::run_arc_weak(threads, CYCLE_CHURN_N);
+            run();
         },
-        |b| {
-            b.iter_custom(|iters| {
-                (0..iters)
-                    .map(|_| cycle_churn::run_arc_weak(threads, CYCLE_CHURN_N))
-                    .sum()
-            })
-        },
+        |b| b.iter_custom(|iters| (0..iters).map(|_| run()).sum()),
     );
 }
 

@@ -461,9 +461,8 @@ impl Header {
     /// The collector is done with a doomed object whose value it dropped:
     /// sets `GONE` and releases its hold in one RMW (adding `GONE` sets the
     /// bit: it was clear, since only this collector drops a doomed value).
-    /// If that was the last strong reference, releases the shared weak one
-    /// unless a buffer entry still needs the memory (as
-    /// [`Header::last_strong_released`] does for a `GONE` object).
+    /// If that was the last strong reference, finishes as
+    /// [`Header::last_strong_released`] does for a `GONE` object.
     ///
     /// # Safety
     /// The caller holds the object (one strong reference, which this
@@ -473,14 +472,13 @@ impl Header {
         let header = unsafe { this.as_ref() };
         let old = header.word.fetch_add(GONE.wrapping_add(DEC), Release);
         debug_assert!(old & DOOMED != 0 && old & GONE == 0);
-        // With an entry pending, its drain (perhaps another collector's,
-        // right now: the doomed are released without the collector lock)
-        // frees the memory: the header must not be touched after the RMW.
-        if count(old) == 1 && old & BUFFERED == 0 {
-            let _ = header.word.load(Acquire);
-            // SAFETY: we performed the transition to zero of a value that
-            // is gone, and no entry needs the memory.
-            unsafe { Self::release_weak(this) };
+        if count(old) == 1 {
+            // The word our RMW left has `GONE`: what follows a last release
+            // of a collected value (with an entry pending, perhaps another
+            // collector's drain right now, the header is not touched again).
+            // SAFETY: we performed the transition to zero, and do not touch
+            // the header afterwards.
+            unsafe { Self::last_strong_released(this, old | GONE) };
         }
     }
 
