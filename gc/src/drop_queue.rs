@@ -670,6 +670,21 @@ pub(crate) fn allocate(layout: Layout, candidate: bool) -> NonNull<u8> {
     allocate_new(layout)
 }
 
+/// Allocates memory for an object of the thread-safe pointers (which do
+/// not count with the per-thread collector): a deferred allocation of the
+/// same layout if one waits (the garbage of a `sync` collection this thread
+/// freed, see "Deferred frees"), else the global allocator's.
+///
+/// `layout` has a non-zero size.
+#[inline(always)]
+#[cfg_attr(loom, allow(dead_code))]
+pub(crate) fn allocate_uncounted(layout: Layout) -> NonNull<u8> {
+    if collector::deferred() != 0 {
+        return reuse_or_allocate(layout);
+    }
+    allocate_new(layout)
+}
+
 /// Memory from the global allocator.
 #[inline]
 fn allocate_new(layout: Layout) -> NonNull<u8> {

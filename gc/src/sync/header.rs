@@ -38,12 +38,29 @@
 //! shows `weak == 1`: its reference is the last one and no other can be
 //! made ([`Header::release_weak`]).
 //!
+//! # Recycling
+//!
+//! The memory of a collected object (`DOOMED`) is not handed to the global
+//! allocator when its last reference goes but to the releasing thread's
+//! deferred frees (`crate::drop_queue`, "Deferred frees", shared with the
+//! per-thread pointers), and the next allocations of the same layout on
+//! that thread reuse it ([`Inner::allocate`]). A collection frees its
+//! garbage in one burst (after the collector lock is released), hundreds of
+//! objects of a few sizes, far beyond glibc's per-thread cache (7 chunks of
+//! each size): the rest went through its slower bins, and the allocations
+//! after it took the slow path to get them back. The list is bounded (512
+//! KiB per thread); an explicit [`collect`](super::collect) and the thread's
+//! exit empty it, and the collector thread empties it after each
+//! collection (it allocates nothing that could reuse it). Memory freed by
+//! counting is freed at once, as `Arc` frees it.
+//!
 //! After a release RMW that reaches zero, the acquiring side is an acquire
 //! *load* of the same atomic (it reads the value of that RMW, which belongs
 //! to the release sequences of every earlier release), not a fence: it is
 //! equally cheap on the rare path and ThreadSanitizer understands it (as in
 //! `std::sync::Arc` under TSan).
 
+use core::alloc::Layout;
 use core::cell::UnsafeCell;
 use core::mem::ManuallyDrop;
 use core::ptr::NonNull;
@@ -119,7 +136,36 @@ pub(crate) struct VTable {
     /// Drops the value in place.
     pub(crate) drop_value: unsafe fn(NonNull<Header>),
     /// Frees the allocation (the value is already gone).
-    pub(crate) dealloc: unsafe fn(NonNull<Header>),
+    pub(crate) dealloc: unsafe fn(NonNull<Header>, Free),
+}
+
+/// How [`VTable::dealloc`] gives an allocation back (see *Recycling* in the
+/// module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Free {
+    /// To the global allocator, now.
+    Now,
+    /// To this thread's deferred frees, which the next allocations of the
+    /// same layout on this thread reuse (the memory of a collected object).
+    Recycle,
+}
+
+impl Free {
+    /// How to free the memory of the object whose last reference `header`'s
+    /// releasing thread owns: recycled if a collection freed it (`DOOMED`),
+    /// now otherwise. Never recycled under loom, whose models track every
+    /// allocation.
+    #[inline]
+    fn of(header: &Header) -> Free {
+        // Relaxed: the caller's acquire of the last weak reference ordered
+        // every earlier write of the word before this load, and none can
+        // follow (nothing references the object any more).
+        if cfg!(not(loom)) && header.word.load(Relaxed) & DOOMED != 0 {
+            Free::Recycle
+        } else {
+            Free::Now
+        }
+    }
 }
 
 /// The header in front of every value.
@@ -267,11 +313,18 @@ impl<T> Inner<T> {
     /// width (a store-forwarding stall, visible in `perf` on the hub).
     #[inline]
     pub(crate) fn allocate(value: T, count: u64, vtable: &'static VTable) -> NonNull<Inner<T>> {
-        let boxed = Box::new(core::mem::MaybeUninit::<Inner<T>>::uninit());
-        let inner = Box::into_raw(boxed).cast::<Inner<T>>();
-        // SAFETY: `inner` points to a (non-null) `Box` allocation for an `Inner<T>`;
-        // both fields are written before it is used as one (and `dealloc`
-        // frees it as a `Box<Inner<T>>`, the same layout).
+        #[cfg(not(loom))]
+        let inner = crate::drop_queue::allocate_uncounted(Layout::new::<Inner<T>>())
+            .cast::<Inner<T>>()
+            .as_ptr();
+        #[cfg(loom)]
+        let inner = Box::into_raw(Box::new(core::mem::MaybeUninit::<Inner<T>>::uninit()))
+            .cast::<Inner<T>>();
+        // SAFETY: `inner` points to a (non-null) allocation of the global
+        // allocator with the layout of an `Inner<T>` (fresh or recycled: no
+        // reference to a recycled one remains); both fields are written
+        // before it is used as one (and `dealloc` frees it with the same
+        // layout, as a `Box<Inner<T>>` would be freed).
         unsafe {
             core::ptr::addr_of_mut!((*inner).header).write(Header::new(count, vtable));
             core::ptr::addr_of_mut!((*inner).value)
@@ -296,10 +349,16 @@ impl<T> Inner<T> {
     /// # Safety
     /// `header` heads an `Inner<T>` allocated by [`Inner::allocate`], its
     /// value is gone and no reference to it remains.
-    pub(crate) unsafe fn dealloc(header: NonNull<Header>) {
-        // SAFETY: allocated by `Box` in `allocate`; `ManuallyDrop` keeps the
-        // (already dropped) value from being dropped again.
-        drop(unsafe { Box::from_raw(header.cast::<Inner<T>>().as_ptr()) });
+    pub(crate) unsafe fn dealloc(header: NonNull<Header>, free: Free) {
+        let layout = Layout::new::<Inner<T>>();
+        match free {
+            // SAFETY: allocated by the global allocator with `layout` in
+            // `allocate`; nothing references it any more (the caller's
+            // contract), so it is freed once, here or by the deferred list.
+            Free::Recycle => unsafe { crate::drop_queue::free_later(header.cast(), layout) },
+            // SAFETY: as above; the value is already gone (`ManuallyDrop`).
+            Free::Now => unsafe { std::alloc::dealloc(header.as_ptr().cast(), layout) },
+        }
     }
 }
 
@@ -547,8 +606,9 @@ impl Header {
         if last {
             header.memory.freed();
             let dealloc = header.vtable.dealloc;
+            let free = Free::of(header);
             // SAFETY: no strong, weak or entry reference remains.
-            unsafe { dealloc(this) };
+            unsafe { dealloc(this, free) };
         }
     }
 

@@ -454,6 +454,10 @@ pub fn collect() {
             _ => break,
         }
     }
+    // As the per-thread `collect`: the memory this thread's collections
+    // recycled goes back to the allocator (see *Recycling* in `header.rs`).
+    #[cfg(not(loom))]
+    crate::drop_queue::free_all_deferred();
 }
 
 /// Runs one minor collection now: from the young roots only, never entering

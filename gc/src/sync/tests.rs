@@ -114,6 +114,36 @@ fn cycles_are_collected_and_reachable_ones_kept() {
 }
 
 #[test]
+fn collected_memory_is_recycled_until_an_explicit_collection() {
+    let _s = serial();
+    collect();
+    assert_eq!(
+        crate::collector::deferred(),
+        0,
+        "collect() empties the list"
+    );
+    let drops = Arc::new(AtomicUsize::new(0));
+    let (a, b) = (node(&drops), node(&drops));
+    link(&a, &b);
+    link(&b, &a);
+    let freed = [Gc::as_ptr(&a) as usize, Gc::as_ptr(&b) as usize];
+    drop((a, b));
+    super::collect_minor();
+    assert_eq!(drops.load(SeqCst), 2);
+    // Both allocations wait on this thread's list (no weak reference kept
+    // them), and the next object of their layout takes one of them.
+    assert!(crate::collector::deferred() >= 2);
+    let c = node(&drops);
+    assert!(freed.contains(&(Gc::as_ptr(&c) as usize)));
+    // Memory freed by counting is not recycled.
+    let before = crate::collector::deferred();
+    drop(c);
+    assert_eq!(crate::collector::deferred(), before);
+    collect();
+    assert_eq!(crate::collector::deferred(), 0);
+}
+
+#[test]
 fn statistics_count_objects_and_collections() {
     let _s = serial();
     collect();

@@ -35,7 +35,7 @@ use core::alloc::Layout;
 use core::marker::PhantomData;
 use core::ptr::{self, NonNull};
 
-use super::header::{Header, Inner, VTable};
+use super::header::{Free, Header, Inner, VTable};
 use crate::trace::{Trace, Tracer};
 
 /// The same object as a `U`: `unsize` attaches `U`'s metadata for `T` (a
@@ -210,14 +210,23 @@ unsafe fn drop_slice<T>(header: NonNull<Header>) {
 /// As for `Inner::dealloc`: `header` heads a slice object of `T` allocated
 /// by [`from_vec`] or [`from_str`] whose value is gone and which nothing
 /// references any more.
-unsafe fn dealloc_slice<T>(header: NonNull<Header>) {
+unsafe fn dealloc_slice<T>(header: NonNull<Header>, free: Free) {
     // SAFETY: the length word is still there (only the elements are gone).
     let len = unsafe { header.as_ptr().cast::<usize>().sub(1).read() };
     // It was allocated with this layout.
     let (layout, offset) = slice_layout::<T>(len).unwrap_or_else(|| unreachable!());
-    // SAFETY: the allocation starts `offset` bytes before the header and was
-    // made by the global allocator with `layout`.
-    unsafe { std::alloc::dealloc(header.as_ptr().cast::<u8>().sub(offset), layout) }
+    // SAFETY: the allocation starts `offset` bytes before the header.
+    let base = unsafe { header.as_ptr().cast::<u8>().sub(offset) };
+    match free {
+        // SAFETY: made by the global allocator with `layout`; nothing
+        // references it any more (the caller's contract): freed once, here
+        // or by the deferred list (whose reuse needs only the layout).
+        Free::Recycle => unsafe {
+            crate::drop_queue::free_later(NonNull::new_unchecked(base), layout)
+        },
+        // SAFETY: as above.
+        Free::Now => unsafe { std::alloc::dealloc(base, layout) },
+    }
 }
 
 /// `unsized_pointer!(Strong, Weak, [base bounds], [element bounds], KIND)`:
