@@ -412,7 +412,7 @@ fn grow_list(head: &mut Gc<Node>, n: u64) {
 }
 
 #[test]
-fn a_full_collections_live_work_is_paid_for_by_as_many_new_roots() {
+fn a_full_collections_live_work_is_paid_for_by_new_roots() {
     recycler::set_policy(Policy::Adaptive);
     // A small trigger (8 roots: the floor of the full budget is 256
     // promotions) and a list larger than that and than a quarter of the old

@@ -44,7 +44,8 @@
 //! * Barren minor collections: after `BARREN_MINORS` (2) minor collections
 //!   in a row that freed nothing, the young roots trigger full collections
 //!   instead, at `max(min_roots, 2 × the live objects the previous one
-//!   traced)` young roots, or twice the old objects if more (the same
+//!   traced)` young roots, or twice the old objects if more (and as much
+//!   growth of the live objects, for the other trigger; the same
 //!   amortisation, for a full collection's wasted work, at half the waste
 //!   per root: the structure still being built is traced half as often,
 //!   and the roots waiting stay bounded, by twice the live objects instead
