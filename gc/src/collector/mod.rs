@@ -43,18 +43,27 @@
 //!   root, the newest included.
 //! * Barren minor collections: after `BARREN_MINORS` (2) minor collections
 //!   in a row that freed nothing, the young roots trigger full collections
-//!   instead, at `max(min_roots, live objects the previous one traced)`
-//!   young roots, or the old objects if more (the same amortisation, for a
-//!   full collection's wasted work), until a full collection frees more
-//!   young garbage than old, or [`collect`] is called. A
+//!   instead, at `max(min_roots, 2 × the live objects the previous one
+//!   traced)` young roots, or twice the old objects if more (and as much
+//!   growth of the live objects, for the other trigger; the same
+//!   amortisation, for a full collection's wasted work, at half the waste
+//!   per root: the structure still being built is traced half as often,
+//!   and the roots waiting stay bounded, by twice the live objects instead
+//!   of once). Minor collections come back when a full
+//!   collection frees more young garbage than old, or [`collect`] is
+//!   called; each time they are then found barren again, they wait for
+//!   twice as many such full collections before being tried again (up to
+//!   1024; one minor collection that frees something ends the wait). A
 //!   structure being built and later dropped whole (a list pushed node by
-//!   node: every minor collection finds the new nodes live, and the
-//!   dropped structure is old garbage that only a full collection frees)
-//!   is then traced by the full collections alone, about twice per node
-//!   in all instead of nearly three times, and full collections run no
-//!   more often than minor ones would have (doubly linked lists: -29 %
-//!   nodes traced). Workloads whose minor collections free something keep
-//!   them.
+//!   node: every minor collection finds the new nodes live and promotes
+//!   them, and the dropped structure is old garbage that only a full
+//!   collection frees) is then traced by the full collections alone, about
+//!   1.5 times per node in all, instead of twice with an interval of
+//!   once the live objects, and nearly three times with minor collections
+//!   only (doubly linked lists: -24 % nodes traced; the longer interval
+//!   alone left young garbage that kept bringing minor collections back,
+//!   each of which promoted the list being built). Workloads whose minor
+//!   collections free something keep them.
 //! * Nim16: Nim 1.6.12's rule (see [`Policy::Nim16`]); every collection is
 //!   full, as Nim's was. The threshold is per thread, as Nim 2.0 made it;
 //!   [`set_nim16_shared_threshold`] reproduces Nim ≤ 1.6.12's one global
@@ -171,6 +180,17 @@ fn checkpoint() {
 /// roots trigger full collections instead (see "Barren minor collections").
 const BARREN_MINORS: u32 = 2;
 
+/// While minor collections are barren, the young roots that trigger the
+/// next full collection are this many times the live objects the previous
+/// one traced (see "Barren minor collections").
+const BARREN_ROOT_FACTOR: usize = 2;
+
+/// The longest wait before minor collections are tried again, as a power of
+/// two: they are tried again after `2^(spells - 1)` full collections that
+/// free mostly young garbage, where `spells` counts the times they were
+/// found barren since one last freed something, up to `2^10`.
+const MAX_BARREN_WAIT_LOG2: u32 = 10;
+
 /// The floor of the full-collection budget, in units of `min_roots` (1024
 /// roots by default).
 const FULL_FLOOR_FACTOR: usize = 32;
@@ -265,6 +285,13 @@ struct State {
     /// Minor collections in a row that freed nothing (Adaptive; see
     /// "Barren minor collections").
     barren_minors: u32,
+    /// Times minor collections were found barren (`BARREN_MINORS` in a row)
+    /// since one last freed something (Adaptive; see "Barren minor
+    /// collections").
+    barren_spells: u32,
+    /// Full collections since minor ones were last found barren that freed
+    /// mostly young garbage (Adaptive).
+    young_fulls: u64,
     /// `promoted_since_full` or old roots above which a full collection
     /// is due (Adaptive).
     full_budget: u64,
@@ -298,6 +325,8 @@ impl Default for State {
             nim_shared: false,
             promoted_since_full: 0,
             barren_minors: 0,
+            barren_spells: 0,
+            young_fulls: 0,
             full_budget: config.min_roots.saturating_mul(FULL_FLOOR_FACTOR) as u64,
             graph: None,
             minor_collections: 0,
@@ -412,6 +441,8 @@ impl State {
         self.young_threshold = self.config.min_roots;
         self.growth_threshold = self.config.young_objects as u64;
         self.barren_minors = 0;
+        self.barren_spells = 0;
+        self.young_fulls = 0;
         self.live_after_last = live_objects();
         self.set_full_budget(COUNTERS.with(|c| c.old_objects.get()), 0);
     }
@@ -503,23 +534,43 @@ impl State {
             Policy::Adaptive | Policy::Manual => {
                 match kind {
                     Kind::Minor if freed == 0 => {
-                        self.barren_minors = self.barren_minors.saturating_add(1)
+                        self.barren_minors = self.barren_minors.saturating_add(1);
+                        if self.barren_minors == BARREN_MINORS {
+                            self.barren_spells = self.barren_spells.saturating_add(1);
+                            self.young_fulls = 0;
+                        }
                     }
-                    Kind::Minor => self.barren_minors = 0,
-                    // Mostly young garbage: minor collections may pay again.
+                    Kind::Minor => {
+                        self.barren_minors = 0;
+                        self.barren_spells = 0;
+                    }
+                    // Mostly young garbage: minor collections may pay again,
+                    // but each time they were found barren again they wait
+                    // twice as long (a list built and dropped whole leaves
+                    // young garbage only because full collections ran
+                    // rarely; minors would promote the next list first).
                     Kind::Full if freed.saturating_sub(old_garbage) > old_garbage => {
-                        self.barren_minors = 0
+                        self.young_fulls += 1;
+                        let wait = self
+                            .barren_spells
+                            .saturating_sub(1)
+                            .min(MAX_BARREN_WAIT_LOG2);
+                        if self.young_fulls >= 1 << wait {
+                            self.barren_minors = 0;
+                        }
                     }
                     Kind::Full => {}
                 }
                 // The wasted work of the next collection the young roots
                 // trigger (tracing live objects) is paid for by as many
                 // new roots: a minor one traces about the objects this one
-                // promoted, a full one the live objects this one traced,
-                // or the old generation if larger.
+                // promoted; a full one the live objects this one traced,
+                // or the old generation if larger, paid for twice over
+                // (see "Barren minor collections").
                 let wasted = if self.young_kind() == Kind::Full {
                     let old = COUNTERS.with(|c| c.old_objects.get());
-                    traced.saturating_sub(freed).max(old as usize)
+                    let live = traced.saturating_sub(freed).max(old as usize);
+                    live.saturating_mul(BARREN_ROOT_FACTOR)
                 } else {
                     promoted
                 };
