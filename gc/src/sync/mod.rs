@@ -373,7 +373,10 @@
 //! owns the `BUFFERED` bit (which keeps the memory, see `header.rs`), a
 //! collector reads a value only through a hold or a handle pinned in a
 //! locked cell, a `Weak` owns a weak count, and the collector thread is an
-//! ordinary collector. So there is no deferred free to make. The one
+//! ordinary collector. So there is no deferred free to make (the memory of
+//! collected objects does wait on a per-thread list, *Recycling* in
+//! `header.rs`, but for reuse by the next allocations, not for readers:
+//! nothing references it any more). The one
 //! lock-free structure it could replace is the hand-over of root buffers:
 //! a buffering locks its own thread's uncontended mutex (contended only
 //! while a collector swaps the buffer out), once per object per collection
