@@ -166,6 +166,21 @@ impl Free {
             Free::Now
         }
     }
+
+    /// Gives back the allocation at `base`, made by the global allocator
+    /// with `layout`: to the deferred frees or to the allocator.
+    ///
+    /// # Safety
+    /// Nothing references the memory any more; it is given back once.
+    pub(crate) unsafe fn release(self, base: NonNull<u8>, layout: Layout) {
+        match self {
+            // SAFETY: forwarded: freed once, now or by the deferred list
+            // (whose reuse needs only the layout).
+            Free::Recycle => unsafe { crate::drop_queue::free_later(base, layout) },
+            // SAFETY: forwarded.
+            Free::Now => unsafe { std::alloc::dealloc(base.as_ptr(), layout) },
+        }
+    }
 }
 
 /// The header in front of every value.
@@ -350,15 +365,10 @@ impl<T> Inner<T> {
     /// `header` heads an `Inner<T>` allocated by [`Inner::allocate`], its
     /// value is gone and no reference to it remains.
     pub(crate) unsafe fn dealloc(header: NonNull<Header>, free: Free) {
-        let layout = Layout::new::<Inner<T>>();
-        match free {
-            // SAFETY: allocated by the global allocator with `layout` in
-            // `allocate`; nothing references it any more (the caller's
-            // contract), so it is freed once, here or by the deferred list.
-            Free::Recycle => unsafe { crate::drop_queue::free_later(header.cast(), layout) },
-            // SAFETY: as above; the value is already gone (`ManuallyDrop`).
-            Free::Now => unsafe { std::alloc::dealloc(header.as_ptr().cast(), layout) },
-        }
+        // SAFETY: allocated by the global allocator with this layout in
+        // `allocate`; nothing references it any more (the caller's
+        // contract); the value is already gone (`ManuallyDrop`).
+        unsafe { free.release(header.cast(), Layout::new::<Inner<T>>()) }
     }
 }
 

@@ -215,18 +215,10 @@ unsafe fn dealloc_slice<T>(header: NonNull<Header>, free: Free) {
     let len = unsafe { header.as_ptr().cast::<usize>().sub(1).read() };
     // It was allocated with this layout.
     let (layout, offset) = slice_layout::<T>(len).unwrap_or_else(|| unreachable!());
-    // SAFETY: the allocation starts `offset` bytes before the header.
-    let base = unsafe { header.as_ptr().cast::<u8>().sub(offset) };
-    match free {
-        // SAFETY: made by the global allocator with `layout`; nothing
-        // references it any more (the caller's contract): freed once, here
-        // or by the deferred list (whose reuse needs only the layout).
-        Free::Recycle => unsafe {
-            crate::drop_queue::free_later(NonNull::new_unchecked(base), layout)
-        },
-        // SAFETY: as above.
-        Free::Now => unsafe { std::alloc::dealloc(base, layout) },
-    }
+    // SAFETY: the allocation starts `offset` bytes before the header, was
+    // made by the global allocator with `layout`, and nothing references it
+    // any more (the caller's contract).
+    unsafe { free.release(header.cast::<u8>().sub(offset), layout) }
 }
 
 /// `unsized_pointer!(Strong, Weak, [base bounds], [element bounds], KIND)`:
