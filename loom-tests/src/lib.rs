@@ -81,6 +81,15 @@
 //! |---|---|---|
 //! | `thread_exit_against_collector` | a thread hands its root buffer over at exit while the collector thread reads `stats` and collects | handing the buffer over outside the registry lock (`stats` sees a buffered root nowhere) |
 //!
+//! Root buffer (tests/buffer.rs): a thread's ring of buffered roots, filled
+//! by its owner with a release store of the tail and no read-modify-write,
+//! drained by collections under a lock and grown by the owner under it
+//! (`gc/src/sync/buffer.rs`; two cells under loom, so the model grows it).
+//!
+//! | model | race | planted bug found |
+//! |---|---|---|
+//! | `buffering_against_drain` | a thread buffers three roots (growing its ring) while another reads `stats` and collects | the tail's store `Relaxed`; the head's load in `push` `Relaxed`; growing without the drain lock (each a causality violation on a cell of the ring) |
+//!
 //! Memory (tests/memory.rs): each release of a weak reference reads, and
 //! the free writes, a loom-tracked stand-in for the allocation
 //! (`MemoryTrack` in `gc/src/sync/prim.rs`; loom does not track a `Box`'s

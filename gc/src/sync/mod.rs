@@ -376,33 +376,30 @@
 //! ordinary collector. So there is no deferred free to make (the memory of
 //! collected objects does wait on a per-thread list, *Recycling* in
 //! `header.rs`, but for reuse by the next allocations, not for readers:
-//! nothing references it any more). The one
-//! lock-free structure it could replace is the hand-over of root buffers:
-//! a buffering locks its own thread's uncontended mutex (contended only
-//! while a collector swaps the buffer out), once per object per collection
-//! at most. Measured on the 2-core machine (busy with other builds; 20M
-//! entries, drained every 1024, three rounds): lock + push + unlock of a
-//! `parking_lot` mutex 86–99 ns, a Treiber stack with
+//! nothing references it any more). The one lock-free structure it has is
+//! the hand-over of root buffers, and it needs no deferred free either: a
+//! thread's buffer is a single-producer ring (`buffer.rs`) that its owner
+//! fills with a plain store and a `Release` store of the tail, no RMW, and
+//! that a collection drains under a lock (an idle thread's partly filled
+//! buffer must be drained by the collector, which needs that exclusion
+//! anyway); the owner grows a full ring under the same lock, so no drain
+//! can be reading the storage it frees. The ring replaced a `parking_lot`
+//! mutex around a `Vec`, whose lock and unlock are two RMWs per buffering.
+//! On the 2-vCPU AMD EPYC of sessions 4–10 the ring was tried twice and not
+//! merged (as many instructions per request; 2-thread cycle churn at equal
+//! medians over ten quiet alternating pairs, 204.0 against 203.6 ns): RMWs
+//! were cheap there. On the 2-vCPU Intel Xeon of the eleventh and twelfth
+//! sessions an uncontended RMW costs about 10 ns, and perf put 11 % of the
+//! hub benchmark's time in `push_root`, three quarters of it on the lock's
+//! two RMW instructions. With the ring (`sync_profile`, 8 alternating
+//! pairs against the mutex): hub at H = 10k 411 → 346 ns per request and at
+//! 1M 370 → 340 (medians; faster in 8 of 8 pairs each), 2-thread cycle
+//! churn 208 → 190 ns per cycle (6 of 8); the work-stealing server at 256
+//! connections moved within its noise (4 pairs). For comparison, measured
+//! on the AMD machine (busy with other builds; 20M entries, drained every
+//! 1024, three rounds): lock + push + unlock 86–99 ns, a Treiber stack with
 //! `crossbeam_epoch`-deferred node frees (pin + allocate + CAS) 259–291 ns,
-//! a plain `Vec` push (no hand-over possible) 5–6 ns. A lock-free hand-over
-//! of whole segments could approach the plain push, but an idle thread's
-//! partly filled segment must still be drained by the collector, which
-//! needs the same exclusion the mutex gives; at one buffering per object per
-//! collection the difference is not where the cost is (see the README's
-//! profile of the collector). That was then tried: a single-producer ring
-//! per thread (owner pushes with a plain store and a `Release` index, the
-//! collector drains under an overflow mutex; branch `sync-cycle`, commit
-//! `84c607c`, with its loom model) removes the lock and both RMWs from
-//! every buffering, yet in callgrind it executed as many instructions per
-//! request as the mutex (hub: 2,478 against 2,475; `request_loop orc-ws`:
-//! 24,139 against 24,024, its drain copying cell by cell) and its time was
-//! within the noise. A new concurrent protocol without a measured gain did
-//! not go in. Ported onto local minor collections (branch `sync-ring`,
-//! 4096 cells, 32 KiB a thread) it saved about 1.6 ns per buffering and
-//! cost 1.1 ns per drained entry; 2-thread cycle churn, where bufferings
-//! weigh most, was faster in 16 of 24 alternating pairs on a busy machine
-//! but at equal medians in 10 quiet ones (204.0 against 203.6 ns per
-//! cycle), random operations unchanged: not merged either.
+//! a plain `Vec` push 5–6 ns.
 //!
 //! # Graph bookkeeping
 //!
@@ -420,6 +417,7 @@
 
 #[cfg(not(loom))]
 mod background;
+mod buffer;
 mod cells;
 mod collector;
 mod drops;

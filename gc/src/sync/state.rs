@@ -1,10 +1,11 @@
 //! Per-thread candidate buffers, the process-wide registry that lets any
 //! thread collect every thread's candidates, triggers and statistics.
 //!
-//! - Each thread owns a [`Slot`]: a `Mutex<Vec<Entry>>` that only its owner
-//!   pushes to (uncontended except while a collector swaps it out) and a few
-//!   counters that only its owner writes. No mutator operation touches a
-//!   lock or counter shared with other threads.
+//! - Each thread owns a [`Slot`]: a [`RootBuffer`] that only its owner
+//!   pushes to (a ring filled with no read-modify-write, drained by
+//!   collections under a lock; see `buffer.rs`) and a few counters that
+//!   only its owner writes. No mutator operation touches a lock or counter
+//!   shared with other threads.
 //! - The registry (a global mutex) is touched only when a thread starts or
 //!   exits, by collections and by `stats`. A thread's exit moves its entries
 //!   to the orphan list, which the next collection drains, and its counters
@@ -25,6 +26,7 @@ use core::sync::atomic::AtomicU64 as StatCounter;
 use core::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
+use super::buffer::RootBuffer;
 use super::collector::{Kind, Work};
 use super::header::Header;
 use super::prim::{thread_local, Mutex, MutexGuard};
@@ -137,7 +139,7 @@ impl Counters {
 
 /// One thread's buffer and counters.
 pub(crate) struct Slot {
-    entries: Mutex<Vec<Entry>>,
+    entries: RootBuffer,
     counters: Counters,
     /// One more than `Global::collections` when a collection last took
     /// this buffer (written under the registry lock): the owner's trigger
@@ -245,7 +247,7 @@ impl Global {
             if local && fresh && own != Some(Arc::as_ptr(slot)) {
                 continue;
             }
-            into.append(&mut slot.entries.lock());
+            slot.entries.drain_into(into);
             slot.drained_at.store(now, Relaxed);
         }
     }
@@ -362,7 +364,7 @@ struct Local {
 impl Local {
     fn register() -> Self {
         let slot = Arc::new(Slot {
-            entries: Mutex::new(Vec::new()),
+            entries: RootBuffer::new(),
             counters: Counters::default(),
             drained_at: StatCounter::new(0),
         });
@@ -404,8 +406,7 @@ impl Drop for Local {
     fn drop(&mut self) {
         let global = &self.global;
         let mut registry = global.registry.lock();
-        let entries = core::mem::take(&mut *self.slot.entries.lock());
-        global.orphans.lock().extend(entries);
+        self.slot.entries.drain_into(&mut global.orphans.lock());
         let c = &self.slot.counters;
         global
             .retired_allocated
@@ -483,11 +484,8 @@ enum Due {
 /// garbage of each interval grows with the previous collection's pause.
 pub(crate) fn push_root(entry: Entry) {
     let due = LOCAL.try_with(|l| {
-        let len = {
-            let mut entries = l.slot.entries.lock();
-            entries.push(Entry(entry.0));
-            entries.len()
-        };
+        // SAFETY: `LOCAL` is this thread's: it owns the buffer.
+        let len = unsafe { l.slot.entries.push(Entry(entry.0)) };
         Counters::bump(&l.slot.counters.roots_buffered);
         match l.policy.get() {
             Policy::Manual => Due::No,
@@ -570,7 +568,8 @@ pub(crate) fn push_root(entry: Entry) {
 
 /// Pushes an entry on behalf of the running collector (no trigger).
 pub(crate) fn push_root_quietly(entry: Entry) {
-    let pushed = LOCAL.try_with(|l| l.slot.entries.lock().push(Entry(entry.0)));
+    // SAFETY: `LOCAL` is this thread's: it owns the buffer.
+    let pushed = LOCAL.try_with(|l| unsafe { l.slot.entries.push(Entry(entry.0)) });
     if pushed.is_err() {
         global().orphans.lock().push(entry);
     }
@@ -613,7 +612,7 @@ pub(crate) fn stats() -> Stats {
     for slot in registry.iter() {
         allocated += slot.counters.allocated.load(Relaxed);
         freed_by_rc += slot.counters.freed_by_rc.load(Relaxed);
-        roots_now += slot.entries.lock().len() as u64;
+        roots_now += slot.entries.len() as u64;
     }
     roots_now += global.old_roots_waiting.load(Relaxed);
     let freed_by_collector = global.freed_by_collector.load(Relaxed);
