@@ -5,7 +5,9 @@
 //! pays on its own path, once per object per collection. It was a push on a
 //! `Vec` behind the owner's mutex: two atomic RMWs (lock and unlock), 11 %
 //! of the hub benchmark's time with three quarters of it on those two
-//! instructions (perf, Intel Xeon). A single-producer ring needs none:
+//! instructions (perf, Intel Xeon; the ring made the hub 16 % faster there,
+//! see *Why no crossbeam-epoch* in the module docs of `sync`). A
+//! single-producer ring needs none:
 //!
 //! - positions `head ≤ tail` count entries since the buffer was made (they
 //!   wrap around `usize`); entry `p` lives in cell `p mod capacity`;
