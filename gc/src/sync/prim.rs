@@ -115,9 +115,11 @@ impl DeadFlag {
 // ordered after that write by the synchronisation that hands a handle over.
 unsafe impl Sync for DeadFlag {}
 
-/// A `Copy` value that only the collector writes (under its lock, see
-/// `header.rs`'s `GraphSlot`). Under loom it is a tracked cell, so a model in
-/// which a write could race with another access fails.
+/// A `Copy` value whose accesses the caller orders: the collector's header
+/// slots (written under its lock, see `header.rs`'s `GraphSlot`) and the
+/// cells of a root buffer (written by its owner, read by drains after a
+/// release/acquire hand-over, see `buffer.rs`). Under loom it is a tracked
+/// cell, so a model in which a write could race with another access fails.
 #[derive(Debug)]
 pub(crate) struct CollectorCell<T> {
     #[cfg(not(loom))]
