@@ -77,6 +77,12 @@ unsafe impl Send for RootBuffer {}
 // or `drain_lock`.
 unsafe impl Sync for RootBuffer {}
 
+/// The cell of position `p` in `cells` (a power of two long).
+#[inline]
+fn cell(cells: &[Cell], p: usize) -> &Cell {
+    &cells[p & (cells.len() - 1)]
+}
+
 /// A new ring of `capacity` unused cells.
 fn new_ring(capacity: usize) -> NonNull<[Cell]> {
     let cells: Box<[Cell]> = (0..capacity)
@@ -111,13 +117,10 @@ impl RootBuffer {
         }
         // SAFETY: the ring is alive (only this thread frees a ring, when it
         // replaces it); positions `head..tail` are within its capacity, so
-        // cell `tail` holds no entry a drain may still read (see `push`'s
-        // acquire load of `head`), and no drain reads it before the release
+        // cell `tail` holds no entry a drain may still read (see the acquire
+        // load of `head` above), and no drain reads it before the release
         // store below publishes it.
-        unsafe {
-            let cells = ring.as_ref();
-            cells[tail & (cells.len() - 1)].set(entry.0);
-        }
+        unsafe { cell(ring.as_ref(), tail).set(entry.0) };
         self.tail.store(tail.wrapping_add(1), Release);
         tail.wrapping_add(1).wrapping_sub(head)
     }
@@ -142,10 +145,8 @@ impl RootBuffer {
         // is unreachable once `self.ring` names `new`.
         unsafe {
             let (from, to) = (old.as_ref(), new.as_ref());
-            let mut p = head;
-            while p != tail {
-                to[p & (to.len() - 1)].set(from[p & (from.len() - 1)].get());
-                p = p.wrapping_add(1);
+            for p in (0..tail.wrapping_sub(head)).map(|k| head.wrapping_add(k)) {
+                cell(to, p).set(cell(from, p).get());
             }
             self.ring.set(new);
             drop(Box::from_raw(old.as_ptr()));
@@ -160,19 +161,14 @@ impl RootBuffer {
         let head = self.head.load(Relaxed);
         // Acquire: the cells below `tail` are written.
         let tail = self.tail.load(Acquire);
-        into.reserve(tail.wrapping_sub(head));
         // SAFETY: the ring is replaced only under `drain_lock`, which we
         // hold; cells `head..tail` were published by the owner's release
         // store of `tail`, and it writes none of them again before it sees
         // our release store of `head` below.
-        unsafe {
-            let cells = self.ring.get().as_ref();
-            let mut p = head;
-            while p != tail {
-                into.push(Entry(cells[p & (cells.len() - 1)].get()));
-                p = p.wrapping_add(1);
-            }
-        }
+        let cells = unsafe { self.ring.get().as_ref() };
+        let positions = (0..tail.wrapping_sub(head)).map(|k| head.wrapping_add(k));
+        // SAFETY: as above, for each cell read.
+        into.extend(positions.map(|p| Entry(unsafe { cell(cells, p).get() })));
         self.head.store(tail, Release);
     }
 
