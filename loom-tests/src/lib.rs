@@ -102,6 +102,7 @@
 //! |---|---|---|
 //! | `weak_release_against_last_drop` | a `Weak` dropped while the last strong handle drops: whichever release sees `weak == 1` frees, without an RMW when an acquire load shows it | the shortcut's load `Relaxed` (causality violation on the memory) |
 //! | `weak_release_against_collection` | the same while a collection frees the object's cycle; the upgrader reads the cell; also the Δ-test by loads of a member with no `Weak` (`collector::claim`) | the shortcut's load `Relaxed`; `claim`'s load path without the weak test (both causality violations) |
+//! | `dead_handle_drop_against_release` | a collected object's destructor hands a handle to the object to another thread, which clones and drops it while the collector releases its hold, without an RMW when an acquire load shows the hold to be the last reference (`Header::release_doomed`) | that load `Relaxed` (causality violation on the memory); the shortcut taken with an entry pending (`buffering_against_drain` fails: the drain touches the freed header's atomic) |
 //!
 //! The models' cells are a CAS spin lock (`support::SpinLock`), not
 //! `loom::sync::Mutex`, whose `try_lock` loom treats as blocking (see its

@@ -1,14 +1,17 @@
-//! The memory protocol: who frees an allocation. Each release of a weak
-//! reference reads, and the free writes, a loom-tracked stand-in for the
-//! memory (`MemoryTrack` in `gc/src/sync/prim.rs`), so a free not ordered
-//! after another thread's last use of the allocation is a causality
-//! violation.
+//! The memory protocol: who frees an allocation. Each release of a strong
+//! or weak reference reads, and the free writes, a loom-tracked stand-in
+//! for the memory (`MemoryTrack` in `gc/src/sync/prim.rs`), so a free not
+//! ordered after another thread's last use of the allocation is a
+//! causality violation.
 #![cfg(loom)]
 
+use std::sync::Arc;
+
+use loom::sync::Mutex;
 use loom::thread;
 use loom_tests::support::{model, Book, Node};
 use recycler::sync::{collect, set_policy, Gc};
-use recycler::Policy;
+use recycler::{Policy, Trace};
 
 /// A `Weak` is dropped on one thread while the last strong handle drops on
 /// another: both release a weak reference, one of them (whichever sees
@@ -61,5 +64,57 @@ fn weak_release_against_collection() {
         collect();
         t.join().unwrap();
         book.finish();
+    });
+}
+
+/// A self-loop whose destructor hands its own (dead) handle to a new
+/// thread, which drops it.
+#[derive(Trace)]
+struct Handover {
+    me: Mutex<Option<Gc<Handover>>>,
+    #[trace(skip)]
+    out: Arc<Mutex<Option<thread::JoinHandle<()>>>>,
+}
+
+impl Drop for Handover {
+    fn drop(&mut self) {
+        if let Some(me) = self.me.lock().unwrap().take() {
+            let t = thread::spawn(move || {
+                assert!(Gc::try_deref(&me).is_none(), "a handed-over handle is dead");
+                // A clone first: its RMW is what loom's DPOR sees race with
+                // the collector's load (the drop's own load comes first
+                // and would hide it, loom tracking one access per atomic).
+                let twin = me.clone();
+                drop(me);
+                drop(twin);
+            });
+            *self.out.lock().unwrap() = Some(t);
+        }
+    }
+}
+
+/// A collected object's destructor hands a handle to the object itself to
+/// another thread, which drops it while the collector releases its hold:
+/// whichever reference goes last frees the memory, once, after the other's
+/// use. When the collector finds the count at its hold alone it releases
+/// with a load and a store, no RMW (`Header::release_doomed`). Planted bug
+/// found: that load made `Relaxed` (causality violation on the memory: the
+/// other thread's drop is not ordered before the free). The shortcut taken
+/// with an entry pending (`BUFFERED` not tested) is found by
+/// `buffer.rs::buffering_against_drain`.
+#[test]
+fn dead_handle_drop_against_release() {
+    model(|| {
+        set_policy(Policy::Manual);
+        let out = Arc::new(Mutex::new(None));
+        let h = Gc::new(Handover {
+            me: Mutex::new(None),
+            out: out.clone(),
+        });
+        *h.me.lock().unwrap() = Some(h.clone());
+        drop(h);
+        collect();
+        let t = out.lock().unwrap().take();
+        t.expect("the destructor ran").join().unwrap();
     });
 }

@@ -74,11 +74,13 @@
 //!      once and re-trace it (the Σ-test) and release the locks; then the
 //!      Δ-test. A failing component is unclaimed and buffered again, and left
 //!      for later.
-//! 5. **Free** the doomed members (marked dead when doomed): drop each value
-//!    (a panic is kept and re-raised at the end), then set `GONE` and
-//!    release the hold in one RMW (`Header::release_doomed`). Releasing one
-//!    member early is safe: its count reaches zero only if no other member's
-//!    value still holds a handle to it. This step runs *after the collector
+//! 5. **Free** the doomed members (marked dead when doomed): drop every
+//!    value (a panic is kept and re-raised at the end), then set `GONE` on
+//!    each and release its hold (`Header::release_doomed`). With every value
+//!    dropped first, the members' handles to each other are gone by the
+//!    releases, so a hold is usually the last reference, which a load
+//!    proves and a plain store releases: no RMW (loom model
+//!    `dead_handle_drop_against_release`). This step runs *after the collector
 //!    lock is released* (`Dying`), after step 6: a doomed object is
 //!    reachable by no other thread, and `DOOMED` makes every upgrade and
 //!    every other collector's hold fail, so the drops need no exclusion (the
@@ -110,10 +112,11 @@
 //!
 //! Per garbage object the collection does a handful of atomic RMWs that no
 //! reordering removes: the drain's CAS (the hold), a `try_lock` and an
-//! unlock per traced cell, the decrements of the handles its value holds,
-//! and `release_doomed`. A request cycle of the hub benchmark (two objects,
-//! two locked cells each) costs about fifteen, at ~6 ns each on the 2-vCPU
-//! EPYC of the benchmarks: most of what separates it from a leaking `Arc`.
+//! unlock per traced cell, and the decrements of the handles its value
+//! holds (`release_doomed` usually needs none, see below). A request cycle
+//! of the hub benchmark (two objects, two locked cells each) costs about
+//! thirteen, at ~6 ns each on the 2-vCPU EPYC of the benchmarks and ~10 ns
+//! on the Intel Xeon: most of what separates it from a leaking `Arc`.
 //! Tried and measured, not kept (paired runs on one CPU, callgrind,
 //! cachegrind): prefetching root headers ahead of the drain (no gain);
 //! closing pin windows at 256 guards so that unlocks hit the first-level
@@ -130,9 +133,12 @@
 //! fewer buffered objects die by counting before they are traced. What was
 //! kept: nodes of 32 bytes, and dooming backwards between the forward
 //! claims and frees (hub, per request: 2,470 to 2,449 instructions, 40.9 to
-//! 38.4 simulated D1 misses). And `release_doomed` must stay an RMW: a
-//! member's `Drop` may hand a handle to another member to a thread that
-//! drops it meanwhile.
+//! 38.4 simulated D1 misses). And `release_doomed` needs no RMW when a load
+//! shows its hold to be the last reference (a member's `Drop` may hand a
+//! handle to another member to a thread that drops it meanwhile, but until
+//! that drop the count shows it): 2-thread cycle churn 220 → 208 ns per
+//! cycle (medians of 12 alternating pairs, faster in 10), hub at H = 10k
+//! 360 → 331 ns per request (9 of 12; Intel Xeon, `sync_profile`).
 //!
 //! The allocator's share is mostly the frees themselves, not the
 //! collector's own buffers: in dumpster's random operations most drained
@@ -675,11 +681,12 @@ impl Dying {
         Dying(buffer)
     }
 
-    /// Step 5 without the collector lock: drops each value, then sets `GONE`
-    /// and releases the hold in one RMW (a member whose memory that frees is
-    /// referenced by no other member's value: its count would not reach
-    /// zero, so the drops that follow never touch it). Returns the first
-    /// panic of a `Drop`. Fields of a garbage value whose count reaches zero
+    /// Step 5 without the collector lock: drops every value, then sets
+    /// `GONE` on each member and releases its hold (no member's count
+    /// reaches zero while the values drop, so no memory is freed before the
+    /// last value has dropped; a hold left as the only reference is
+    /// released without an RMW, see `Header::release_doomed`). Returns the
+    /// first panic of a `Drop`. Fields of a garbage value whose count reaches zero
     /// are only queued (we run in a drop batch), so a value whose `Drop`
     /// panics unwinds through no other user code.
     ///
@@ -696,7 +703,7 @@ impl Dying {
     /// ones there).
     fn free(mut self) -> Panic {
         let mut panic = None;
-        for header in self.0.drain(..) {
+        for &header in &self.0 {
             // SAFETY: doomed and held by us: the value is alive and ours
             // alone (see above).
             let result = catch_unwind(AssertUnwindSafe(|| unsafe {
@@ -705,6 +712,8 @@ impl Dying {
             if let Err(payload) = result {
                 panic.get_or_insert(payload);
             }
+        }
+        for header in self.0.drain(..) {
             // SAFETY: held (the hold is consumed here), doomed, value dropped.
             unsafe { Header::release_doomed(header) };
         }

@@ -404,6 +404,7 @@ impl Header {
         // SAFETY: our strong reference keeps the header alive; after the
         // decrement, the shared weak reference (not yet released) does.
         let header = unsafe { this.as_ref() };
+        header.memory.used();
         let old = header.word.fetch_add(DEC, Release);
         if count(old) == 1 {
             // SAFETY: we performed the transition to zero.
@@ -433,6 +434,7 @@ impl Header {
     pub(crate) unsafe fn dec_strong_buffering(this: NonNull<Header>) -> bool {
         // SAFETY: our strong reference keeps the header alive.
         let header = unsafe { this.as_ref() };
+        header.memory.used();
         let w = header.word.load(Relaxed);
         let last = count(w) == 1;
         let new = if last {
@@ -528,10 +530,32 @@ impl Header {
     }
 
     /// The collector is done with a doomed object whose value it dropped:
-    /// sets `GONE` and releases its hold in one RMW (adding `GONE` sets the
-    /// bit: it was clear, since only this collector drops a doomed value).
-    /// If that was the last strong reference, finishes as
-    /// [`Header::last_strong_released`] does for a `GONE` object.
+    /// sets `GONE` and releases its hold. If that was the last strong
+    /// reference, finishes as [`Header::last_strong_released`] does for a
+    /// `GONE` object.
+    ///
+    /// Usually the hold is the last reference and no entry is pending: an
+    /// acquire load shows count 1 without `BUFFERED`. That word is final,
+    /// so the hold is released with a plain store and no RMW:
+    ///
+    /// - *No handle exists, and none can be made.* Every handle counts one
+    ///   and so does our hold, so the count being 1 means no handle to the
+    ///   object exists (a handle that a member's `Drop` cloned and handed to
+    ///   another thread included: it counts until its drop). A new one needs
+    ///   an existing handle to clone; `Weak::upgrade` and other collectors'
+    ///   holds fail on `DOOMED`.
+    /// - *Nobody else writes the word.* With no handle, no drop, `get_mut`
+    ///   or `try_unwrap` can; a mutator's drop buffers nothing on a `DOOMED`
+    ///   word, and only a holder rebuffers, so no entry can appear, and none
+    ///   is pending to be drained (`BUFFERED` is clear). Upgrades, holds and
+    ///   `Weak` counts only read it.
+    /// - *Every other use happens-before the free.* A thread that dropped a
+    ///   handle to the object ended its use with that release RMW on the
+    ///   word, which our acquire load reads (or a later one).
+    ///
+    /// Otherwise (another handle, or an entry pending) one RMW sets `GONE`
+    /// and releases the hold (adding `GONE` sets the bit: it was clear, since
+    /// only this collector drops a doomed value).
     ///
     /// # Safety
     /// The caller holds the object (one strong reference, which this
@@ -539,6 +563,17 @@ impl Header {
     pub(crate) unsafe fn release_doomed(this: NonNull<Header>) {
         // SAFETY: our hold keeps the header alive.
         let header = unsafe { this.as_ref() };
+        let w = header.word.load(Acquire);
+        debug_assert!(w & DOOMED != 0 && w & GONE == 0);
+        if count(w) == 1 && w & BUFFERED == 0 {
+            // The word is final (see above); stored for `Weak`'s counts,
+            // which read zero strong references from now on.
+            header.word.store(dec(w) | GONE, Relaxed);
+            // SAFETY: ours was the last strong reference and no entry
+            // exists: the shared weak reference is ours.
+            unsafe { Self::release_weak(this) };
+            return;
+        }
         let old = header.word.fetch_add(GONE.wrapping_add(DEC), Release);
         debug_assert!(old & DOOMED != 0 && old & GONE == 0);
         if count(old) == 1 {

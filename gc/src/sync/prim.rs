@@ -173,10 +173,10 @@ impl<T: Copy> CollectorCell<T> {
 
 /// The allocation's memory as loom sees it: nothing outside loom (a
 /// zero-sized field). Under loom, a tracked cell that every release of a
-/// weak reference reads (the releasing thread used the allocation) and the
-/// free writes, so a model in which a free is not ordered after every other
-/// thread's last use of the memory fails with a causality violation (loom
-/// does not track the memory of a `Box` itself).
+/// strong or weak reference reads (the releasing thread used the
+/// allocation) and the free writes, so a model in which a free is not
+/// ordered after every other thread's last use of the memory fails with a
+/// causality violation (loom does not track the memory of a `Box` itself).
 #[derive(Debug, Default)]
 pub(crate) struct MemoryTrack {
     #[cfg(loom)]
