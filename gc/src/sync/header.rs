@@ -575,7 +575,6 @@ impl Header {
             return;
         }
         let old = header.word.fetch_add(GONE.wrapping_add(DEC), Release);
-        debug_assert!(old & DOOMED != 0 && old & GONE == 0);
         if count(old) == 1 {
             // The word our RMW left has `GONE`: what follows a last release
             // of a collected value (with an entry pending, perhaps another
