@@ -130,9 +130,22 @@
 //! of 1024) so that a collection's objects stay in the first-level cache:
 //! 22 % fewer D1 misses per hub request, but 7 % more instructions and 21 %
 //! more D1 misses in the random operations, where a shorter interval lets
-//! fewer buffered objects die by counting before they are traced. What was
-//! kept: nodes of 32 bytes, and dooming backwards between the forward
-//! claims and frees (hub, per request: 2,470 to 2,449 instructions, 40.9 to
+//! fewer buffered objects die by counting before they are traced;
+//! *tallying* the drops of handles between members in step 5 instead of
+//! decrementing (the freeing thread counts, per member, the handles to it
+//! that its values drop, found through the member's graph slot, and the
+//! release subtracts them with the hold; a hash map from address to member
+//! instead cost 60 instructions per insertion and 40 per lookup): it saves
+//! two of the hub request's RMWs, but the uncontended RMW on a header line
+//! the drop has just brought in costs about what the thread-local access
+//! and the table cost (hub 323.6 → 320.3 ns per request, 2-thread churn
+//! 184.7 → 184.4 ns per cycle, medians of 10 alternating pairs; +5 %
+//! instructions): removing an RMW on a line already in the cache does not
+//! pay for any bookkeeping (the branch `experiment-tally` keeps the code);
+//! prefetching the value lines of the root two ahead in the trace (no
+//! difference beyond a host that alternated between two speeds, 20 pairs).
+//! What was kept: nodes of 32 bytes, and dooming backwards between the
+//! forward claims and frees (hub, per request: 2,470 to 2,449 instructions, 40.9 to
 //! 38.4 simulated D1 misses). And `release_doomed` needs no RMW when a load
 //! shows its hold to be the last reference (a member's `Drop` may hand a
 //! handle to another member to a thread that drops it meanwhile, but until
