@@ -153,6 +153,24 @@
 //! cycle (medians of 12 alternating pairs, faster in 10), hub at H = 10k
 //! 360 → 331 ns per request (9 of 12; Intel Xeon, `sync_profile`).
 //!
+//! What the RMW count misses is where the lines come from. Cachegrind of
+//! the hub (`sync_profile hub recycler-sync-gc 10000 100000 1`, Intel
+//! Xeon's cache sizes) counts 36 first-level read misses per request, 27 of
+//! them in the collector: `run_locked` 17 (the drain's and claims' header
+//! words, the graph lookups), the guards' unlocks at window close 6 (the
+//! cell's word and its poison flag, left the cache since the trace locked
+//! them) and `trace_lock` 4; the mutator, which allocates, links and drops
+//! the pair, about 9. Nearly all hit the last-level cache. Every pass of a
+//! collection (drain, trace, window close, claims, doom, drops, releases)
+//! runs over the objects of about a thousand roots, more than the
+//! first-level cache holds, so each pass fetches each object again. Not
+//! tried yet: running the passes over small groups of roots (a drain of a
+//! few dozen entries, their trees, trial, validation and frees, then the
+//! next group), so that an object's passes find it in the cache. The
+//! smaller Adaptive interval above cut the hub's misses by 22 % but cost
+//! the random operations, where fewer buffered objects then die by
+//! counting; groups within one collection keep the interval.
+//!
 //! The allocator's share is mostly the frees themselves, not the
 //! collector's own buffers: in dumpster's random operations most drained
 //! entries (about 25,000 per 250,000 operations) are objects that died by
