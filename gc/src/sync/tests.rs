@@ -880,3 +880,75 @@ fn adaptive_interval_follows_the_yield() {
     collect();
     assert_eq!(drops.load(SeqCst), 3 + 1536 + 1024);
 }
+
+/// A minor collection judges its roots `GROUP` trees at a time. Every cycle
+/// is judged whole, wherever its two roots fall; garbage that only a later
+/// group's garbage points to is kept by its own group (found live, hence
+/// promoted) and freed by the next full collection. A full collection
+/// judges every root at once: it frees it all in one go, and traces a live
+/// object that roots of many groups reach once.
+#[test]
+fn a_minor_collection_judges_its_roots_in_groups() {
+    let _s = serial();
+    collect();
+    let group = super::collector::GROUP;
+    let drops = Arc::new(AtomicUsize::new(0));
+    let self_loop = || {
+        let n = node(&drops);
+        link(&n, &n);
+        n
+    };
+    // One self-loop first, so that the 2-node cycles' roots straddle every
+    // group boundary.
+    drop(self_loop());
+    let cycles = 2 * group + 1;
+    for _ in 0..cycles {
+        let (a, b) = (node(&drops), node(&drops));
+        link(&a, &b);
+        link(&b, &a);
+        drop((a, b));
+    }
+    super::collect_minor();
+    assert_eq!(
+        drops.load(SeqCst),
+        1 + 2 * cycles,
+        "every cycle judged whole"
+    );
+
+    let hub = node(&drops);
+    for full in [false, true] {
+        let before = drops.load(SeqCst);
+        // `x` (its root first) is garbage that only `y` (a root of a later
+        // group, after `2 * group` other roots) points to; the other roots
+        // all point to the live `hub`.
+        let x = self_loop();
+        let y = self_loop();
+        link(&y, &x);
+        let wx = Gc::downgrade(&x);
+        drop(x);
+        for _ in 0..2 * group {
+            let n = self_loop();
+            link(&n, &hub);
+        }
+        drop(y);
+        let traced = stats().nodes_traced;
+        if full {
+            collect();
+            assert_eq!(drops.load(SeqCst), before + 2 * group + 2, "all at once");
+            assert!(wx.upgrade().is_none());
+            // Each root once and the hub once (grouped, each later group
+            // would enter it again), then the hub once more: `collect` runs
+            // until a collection frees nothing, and the fillers' drops
+            // buffered it again.
+            assert_eq!(stats().nodes_traced - traced, 2 * group as u64 + 4);
+        } else {
+            super::collect_minor();
+            assert_eq!(drops.load(SeqCst), before + 2 * group + 1, "x waits");
+            assert!(wx.upgrade().is_some());
+            collect();
+            assert_eq!(drops.load(SeqCst), before + 2 * group + 2);
+            assert!(wx.upgrade().is_none());
+        }
+    }
+    drop(hub);
+}
