@@ -190,12 +190,12 @@
 //! smaller Adaptive interval above also cut the hub's misses, by 22 %, but
 //! cost the random operations, where fewer buffered objects then die by
 //! counting; groups keep the interval. Cachegrind: first-level misses
-//! −24 % in the hub and −30 % in 2-thread churn, instructions +1 %. Time
-//! (alternating pairs on the Intel Xeon, `sync_profile`): 2-thread churn
-//! 208.9 → 176.3 ns per cycle (medians of 10, faster in 10), while the hub
-//! (400.6 → 400.3 ns, 16 pairs), dumpster's random operations (23.6 →
-//! 22.6 ms, 16 pairs) and the server's orc/ws CPU ratio (4 pairs: 1.25,
-//! 1.39, 1.29, 1.47 before, 1.24, 1.44, 1.35, 1.24 after) did not move
+//! −30 % per hub request and −43 % in 2-thread churn, instructions −0.5 %.
+//! Time (alternating pairs on the Intel Xeon, `sync_profile`): 2-thread
+//! churn 200.3 → 170.9 ns per cycle (medians of 10, faster in 10), while
+//! the hub (349.0 → 348.0 ns, 12 pairs), dumpster's random operations
+//! (22.95 → 22.6 ms, 10 pairs) and the server's orc/ws CPU ratio (4 pairs:
+//! 1.25, 1.39, 1.29, 1.47 before, 1.24, 1.44, 1.35, 1.24 after) did not move
 //! beyond their noise. Full collections judge all their roots at once:
 //! grouped, they re-traced a live structure reachable from many groups once
 //! per group (the hub's 10k nodes: 3× the instructions).
