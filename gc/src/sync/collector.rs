@@ -195,8 +195,8 @@
 //! churn 200.3 → 170.9 ns per cycle (medians of 10, faster in 10), while
 //! the hub (349.0 → 348.0 ns, 12 pairs), dumpster's random operations
 //! (22.95 → 22.6 ms, 10 pairs) and the server's orc/ws CPU ratio (4 pairs:
-//! 1.25, 1.39, 1.29, 1.47 before, 1.24, 1.44, 1.35, 1.24 after) did not move
-//! beyond their noise. Full collections judge all their roots at once:
+//! 1.23, 1.30, 1.37, 1.36 before, 1.22, 1.32, 1.33, 1.34 after; collector
+//! share 11.0 → 10.8 %) did not move beyond their noise. Full collections judge all their roots at once:
 //! grouped, they re-traced a live structure reachable from many groups once
 //! per group (the hub's 10k nodes: 3× the instructions).
 //!
