@@ -383,6 +383,9 @@ pub(crate) struct Work {
     /// object is kept, as if a cell could not be locked; re-raised at the
     /// end).
     panic: Panic,
+    /// The most nodes a group of this collection had (`finish` keeps the
+    /// vectors' capacity for that many).
+    largest_group: usize,
 }
 
 // SAFETY: between collections every vector is empty (a collection that
@@ -510,7 +513,7 @@ impl Work {
     /// Empties the buffers (keeping their capacity, unless a huge collection
     /// left far more than it needs).
     fn finish(&mut self) {
-        let n = self.nodes.len().max(self.roots.len());
+        let n = core::mem::take(&mut self.largest_group);
         self.reset_group();
         self.roots.clear();
         self.entries.clear();
@@ -858,6 +861,7 @@ fn collect_locked(
         traced += t;
         promoted += p;
         old_freed += o;
+        w.largest_group = w.largest_group.max(w.nodes.len());
         w.reset_group();
         start = end;
     }
