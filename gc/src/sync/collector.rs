@@ -196,9 +196,15 @@
 //! the hub (349.0 → 348.0 ns, 12 pairs), dumpster's random operations
 //! (22.95 → 22.6 ms, 10 pairs) and the server's orc/ws CPU ratio (4 pairs:
 //! 1.23, 1.30, 1.37, 1.36 before, 1.22, 1.32, 1.33, 1.34 after; collector
-//! share 11.0 → 10.8 %) did not move beyond their noise. Full collections judge all their roots at once:
-//! grouped, they re-traced a live structure reachable from many groups once
-//! per group (the hub's 10k nodes: 3× the instructions).
+//! share 11.0 → 10.8 %) did not move beyond their noise. Full collections
+//! judge all their roots at once: grouped, they re-traced a live structure
+//! reachable from many groups once per group (the hub's 10k nodes: 3× the
+//! instructions). The misses left are not what holds the hub back:
+//! dropping each group's garbage right after the group, still under the
+//! collector lock (a quick test, not a design: destructors must not run
+//! under the lock), cut the hub's misses by another 17 % but made it 7 %
+//! slower (317.7 → 341.7 ns, 10 pairs), and the 2-thread churn 29 % slower,
+//! the threads waiting for each other's frees again.
 //!
 //! The allocator's share is mostly the frees themselves, not the
 //! collector's own buffers: in dumpster's random operations most drained
