@@ -503,6 +503,7 @@ impl Work {
         self.guards.clear();
         // Step 6 of the group released every hold.
         debug_assert!(self.nodes.iter().all(|node| node.released));
+        self.largest_group = self.largest_group.max(self.nodes.len());
         self.nodes.clear();
         self.edges.clear();
         self.windows.clear();
@@ -519,8 +520,8 @@ impl Work {
     /// Empties the buffers (keeping their capacity, unless a huge collection
     /// left far more than it needs).
     fn finish(&mut self) {
-        let n = core::mem::take(&mut self.largest_group);
         self.reset_group();
+        let n = core::mem::take(&mut self.largest_group);
         self.roots.clear();
         self.entries.clear();
         debug_assert!(self.old_roots.is_empty());
@@ -867,7 +868,6 @@ fn collect_locked(
         traced += t;
         promoted += p;
         old_freed += o;
-        w.largest_group = w.largest_group.max(w.nodes.len());
         w.reset_group();
         start = end;
     }
