@@ -206,6 +206,24 @@
 //! slower (317.7 → 341.7 ns, 10 pairs), and the 2-thread churn 29 % slower,
 //! the threads waiting for each other's frees again.
 //!
+//! Nor do the cells' lock RMWs bound the hub alone. A measurement-only
+//! stand-in for a cell the collector could read without any RMW (the
+//! benchmark's `Mutex` fields replaced by a cell whose `TraceLock` hands out
+//! its value unlocked: unsound with a second thread, sound enough for the
+//! single-threaded hub; the mutators still lock a `Mutex`) gives the upper
+//! bound of any cheaper trace lock, a crate-provided cell pinned with plain
+//! stores and one fence per window say: hub 375.7 → 326.7 ns per request
+//! (medians of 8 alternating pairs, faster in 7; careful `Arc` 223.7 ns in
+//! the same session, so still 1.46×), 2-thread cycle churn 177.2 → 160.4 ns
+//! per cycle (6 of 6). Removing the eight lock and unlock RMWs of a hub
+//! request saves 13 %; the rest of the gap is instructions: callgrind counts
+//! about 2,350 per hub request against careful `Arc`'s 1,110 (`sync_profile
+//! hub <ptr> 10000 100000 1`, the tree's construction and the last
+//! collection taken out), of which the collections take about 1,500: the
+//! trace about 600, step 5's drops and releases about 550 (the values'
+//! drops, which `Arc` pays too, most of it), the trial, claims and window
+//! closes the rest.
+//!
 //! The allocator's share is mostly the frees themselves, not the
 //! collector's own buffers: in dumpster's random operations most drained
 //! entries (about 25,000 per 250,000 operations) are objects that died by

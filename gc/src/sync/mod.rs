@@ -384,6 +384,27 @@
 //! churn 12–15 % faster). Spreading the frees over later allocations and
 //! collecting twice as often did not help.
 //!
+//! The single-threaded collector on the per-thread server does not have
+//! this problem: with its default `min_roots` of 32 and ripening (the
+//! newest roots left for the next collection) it collects every three
+//! requests or so, about 33 objects at a time, and glibc's share of that
+//! server's CPU is *below* careful ARC's (perf under `wrk -t1 -c256`: 10.9
+//! against 13.2 %), while `sync::Gc`'s interval of 1024 roots a thread
+//! frees about 1,100 objects a time (16.7 against `arc-weak/ws`'s 11.4 %).
+//! Ripening with a shorter interval was tried here (a mutator's local
+//! collection leaves its newest 128 roots in its buffer; interval floor 256
+//! instead of 1024; branch `experiment-ripen`): the work-stealing server's
+//! CPU per request against `arc-weak/ws` went from a median of 1.34× to
+//! 1.29× (5 alternating pairs of `compare --connections 256 --duration 10s
+//! --repeat 2`, better in 4), with 2-thread cycle churn 142.4 → 169.1 ns per
+//! cycle (6 of 6 pairs slower: four times as many collections, whose fixed
+//! cost and collector lock the two threads share). With a floor of 64 the
+//! server made 14 times as many collections and was slower (medians 1.29
+//! → 1.42×); ripening at the interval of 1024 changed nothing (4 pairs). A
+//! collection's fixed cost (the collector lock, the registry and buffer
+//! locks of the drain, the shared statistics) is what the single-threaded
+//! collector does not pay, and what a short interval multiplies.
+//!
 //! # Why no crossbeam-epoch
 //!
 //! Epoch-based reclamation lets a thread read memory it holds no reference
