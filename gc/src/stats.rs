@@ -41,15 +41,13 @@ pub struct Stats {
     /// the thread is preempted, so it is the collector's share of the
     /// process's CPU. Where no thread CPU clock is available (non-unix
     /// targets, Miri), it counts the wall-clock time. Reading that clock is
-    /// a system call (about a microsecond on a virtual machine), so short
-    /// collections count their wall-clock time too: the thread-safe
-    /// collector's of 20 µs or less (a preemption inside them can only add
-    /// that much). The single-threaded collector, whose collections are
-    /// frequent and mostly shorter than one such call, reads it only once a
-    /// collection has run for 10 µs (checked every 64 objects it traces or
-    /// frees) and counts the time before that read at its wall-clock
-    /// length: a preemption there (within the first 10 µs, or the traces
-    /// and drops up to the next check) is counted.
+    /// a system call (about a microsecond on a virtual machine), so both
+    /// collectors read it only once a collection has run for 10 µs (the
+    /// single-threaded one checks every 64 objects it traces or frees; the
+    /// thread-safe one after each group of roots it judges and before its
+    /// frees) and count the time before that read at its wall-clock length:
+    /// a preemption there (within the first 10 µs, or the work up to the
+    /// next check) is counted.
     pub total_pause_cpu: Duration,
 }
 
@@ -60,56 +58,20 @@ impl Stats {
     }
 }
 
-/// Pauses up to this long count their wall-clock time as CPU time: the
-/// thread CPU clock is a system call (about a microsecond on a virtual
-/// machine), as much as a small collection's own work, and a preemption
-/// inside so short a pause is rare and can only add this much.
-const SHORT_PAUSE: Duration = Duration::from_micros(20);
-
-/// Measures one collection: wall-clock and thread CPU time.
-pub(crate) struct PauseTimer {
-    wall: std::time::Instant,
-    cpu: Option<Duration>,
-}
-
-impl PauseTimer {
-    /// Starts measuring on the calling thread.
-    pub(crate) fn start() -> Self {
-        PauseTimer {
-            cpu: thread_cpu_time(),
-            wall: std::time::Instant::now(),
-        }
-    }
-
-    /// Wall-clock and CPU time since `start` (to be called on the same
-    /// thread). CPU time is wall time where the thread clock is unavailable
-    /// or the pause took at most [`SHORT_PAUSE`], and never exceeds it (the
-    /// two clocks are read separately).
-    pub(crate) fn stop(&self) -> (Duration, Duration) {
-        let wall = self.wall.elapsed();
-        let cpu = match self.cpu {
-            Some(start) if wall > SHORT_PAUSE => match thread_cpu_time() {
-                Some(end) => end.saturating_sub(start).min(wall),
-                None => wall,
-            },
-            _ => wall,
-        };
-        (wall, cpu)
-    }
-}
-
-/// How long a collection of the single-threaded collector runs before it
-/// reads the thread CPU clock (see [`LazyPauseTimer`]).
+/// How long a collection runs before it reads the thread CPU clock (see
+/// [`LazyPauseTimer`]).
 const CPU_CLOCK_AFTER: Duration = Duration::from_micros(10);
 
-/// Measures one collection of the single-threaded collector: wall-clock
-/// time, and thread CPU time from the first [`checkpoint`](Self::checkpoint)
-/// that finds the collection running for at least [`CPU_CLOCK_AFTER`].
+/// Measures one collection (of either collector): wall-clock time, and
+/// thread CPU time from the first [`checkpoint`](Self::checkpoint) that
+/// finds the collection running for at least [`CPU_CLOCK_AFTER`].
 ///
-/// Its collections are frequent and most take a microsecond or two (32
-/// roots of short garbage cycles), about what one read of the thread CPU
-/// clock costs (a system call): reading it at the start of each, as
-/// [`PauseTimer`] does, doubled their cost. The time before the first read
+/// The single-threaded collector's collections are frequent and most take
+/// a microsecond or two (32 roots of short garbage cycles), about what one
+/// read of the thread CPU clock costs (a system call): reading it at the
+/// start of each doubled their cost. The thread-safe collector read it at
+/// the start and the end of each collection too, two system calls that a
+/// collection of a few hundred roots notices. The time before the first read
 /// (at most `CPU_CLOCK_AFTER` plus the work between two checkpoints), and
 /// all of a collection that ends sooner, count as CPU time at their
 /// wall-clock length.

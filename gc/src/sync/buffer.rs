@@ -156,11 +156,24 @@ impl RootBuffer {
 
     /// Moves every buffered entry to `into`.
     pub(crate) fn drain_into(&self, into: &mut Vec<Entry>) {
+        self.drain_oldest_into(into, 0);
+    }
+
+    /// Moves the buffered entries to `into` but the newest `keep`, which
+    /// stay in the ring as if they had been pushed after this drain (the
+    /// protocol is [`drain_into`](Self::drain_into)'s with a smaller `tail`:
+    /// the owner reuses no cell below the `head` we store).
+    pub(crate) fn drain_oldest_into(&self, into: &mut Vec<Entry>, keep: usize) {
         let _drains = self.drain_lock.lock();
         // Relaxed: written only under the lock we hold.
         let head = self.head.load(Relaxed);
         // Acquire: the cells below `tail` are written.
         let tail = self.tail.load(Acquire);
+        let tail = if tail.wrapping_sub(head) > keep {
+            tail.wrapping_sub(keep)
+        } else {
+            head
+        };
         // SAFETY: the ring is replaced only under `drain_lock`, which we
         // hold; cells `head..tail` were published by the owner's release
         // store of `tail`, and it writes none of them again before it sees
@@ -200,8 +213,9 @@ mod tests {
     }
 
     /// One thread pushes `0..N` (growing the ring several times) while
-    /// another drains concurrently: every entry is drained exactly once,
-    /// in order, and `len` counts what is left.
+    /// another drains concurrently, every other drain leaving the newest
+    /// three (ripening): every entry is drained exactly once, in order, and
+    /// `len` counts what is left.
     #[test]
     fn a_concurrent_drain_takes_every_entry_once_in_order() {
         const N: usize = if cfg!(miri) { 300 } else { 100_000 };
@@ -218,8 +232,15 @@ mod tests {
             })
         };
         let mut drained = Vec::new();
+        // Every other drain leaves the newest few entries (ripening).
+        let mut keep = 0;
         while !producer.is_finished() {
-            buffer.drain_into(&mut drained);
+            let before = buffer.len();
+            buffer.drain_oldest_into(&mut drained, keep);
+            // The owner only adds entries: at least `keep` of what we saw
+            // are left, if there were that many.
+            assert!(buffer.len() >= keep.min(before));
+            keep = if keep == 0 { 3 } else { 0 };
             std::thread::yield_now();
         }
         producer.join().unwrap();

@@ -150,7 +150,9 @@
 //! of 1024) so that a collection's objects stay in the first-level cache:
 //! 22 % fewer D1 misses per hub request, but 7 % more instructions and 21 %
 //! more D1 misses in the random operations, where a shorter interval lets
-//! fewer buffered objects die by counting before they are traced;
+//! fewer buffered objects die by counting before they are traced (the
+//! interval's floor is 256 now, with ripening: see *The allocator* in the
+//! module docs);
 //! *tallying* the drops of handles between members in step 5 instead of
 //! decrementing (the freeing thread counts, per member, the handles to it
 //! that its values drop, found through the member's graph slot, and the
@@ -245,6 +247,7 @@ use super::header::{count, Drained, Header, CLAIMED, DOOMED};
 use super::prim::MutexGuard;
 use super::state::{global, push_root_quietly, Entry, Global};
 use crate::guards::GuardSink;
+use crate::stats::LazyPauseTimer;
 use crate::trace::{Family, Tracer};
 use crate::Policy;
 
@@ -361,9 +364,13 @@ struct Node {
 #[cfg(all(not(loom), target_pointer_width = "64"))]
 const _: () = assert!(core::mem::size_of::<Node>() == 32);
 
-/// Everything one collection works on. Kept behind the collector lock
-/// between collections so that its buffers are reused (each is empty
-/// outside a collection; only the capacity is kept).
+/// Everything one collection works on. Each thread keeps its own between
+/// its collections so that the buffers are reused (each is empty outside a
+/// collection; only the capacity is kept). Kept behind the collector lock
+/// instead, they moved between cores whenever two threads took turns at
+/// collecting: each collection first fetched the lines of the nodes, edges
+/// and guards the other core had written (2-thread cycle churn with an
+/// interval of 256 roots: 176 → 143 ns per cycle; see *Cost*).
 ///
 /// Nodes are numbered by position, in the order they are traced: a root,
 /// then the nodes its tree reaches (roots included), then the next root not
@@ -377,7 +384,7 @@ const _: () = assert!(core::mem::size_of::<Node>() == 32);
 /// meets them, put every member reached from a root about a whole
 /// collection's worth of objects away from it).
 #[derive(Default)]
-pub(crate) struct Work {
+struct Work {
     nodes: Vec<Node>,
     /// The drained roots (step 1), until the trace adds them (step 2).
     roots: Vec<Root>,
@@ -412,13 +419,37 @@ pub(crate) struct Work {
     largest_group: usize,
 }
 
-// SAFETY: between collections every vector is empty (a collection that
-// finishes clears them; one that unwinds drops the whole `Work`, see
-// `collect_locked`), so no pointer, guard or entry crosses threads through
-// it; during a collection it is used by the lock holder only.
-unsafe impl Send for Work {}
+#[cfg(not(loom))]
+std::thread_local! {
+    /// This thread's collector buffers (empty between collections).
+    static WORK: core::cell::Cell<Work> = core::cell::Cell::new(Work::default());
+}
+
+/// The most nodes whose buffers a thread keeps between its collections
+/// (32 bytes each, plus edges): after a larger collection (a full one over
+/// a large heap) it gives them back to the allocator.
+const KEEP_NODES: usize = 1 << 14;
 
 impl Work {
+    /// This thread's buffers (new ones under loom, or while the thread
+    /// exits).
+    fn take() -> Work {
+        #[cfg(not(loom))]
+        let work = WORK.try_with(core::cell::Cell::take).unwrap_or_default();
+        #[cfg(loom)]
+        let work = Work::default();
+        work
+    }
+
+    /// Keeps the (emptied) buffers for this thread's next collection,
+    /// unless they are larger than [`KEEP_NODES`] needs.
+    fn keep(self) {
+        #[cfg(not(loom))]
+        if self.nodes.capacity() <= KEEP_NODES {
+            let _ = WORK.try_with(|w| w.set(self));
+        }
+    }
+
     /// Adds a held object; `None` if the graph cannot number more nodes
     /// (the object is then simply left out: an edge to it stays an external
     /// reference, which is always safe).
@@ -545,8 +576,7 @@ impl Work {
         debug_assert!(self.old_roots.is_empty());
         // Keep the capacity for the next collection, but not for ever after
         // one huge collection.
-        const KEEP: usize = 1 << 16;
-        if self.nodes.capacity() > KEEP.max(4 * n) {
+        if self.nodes.capacity() > KEEP_NODES.max(4 * n) {
             *self = Work::default();
         }
     }
@@ -716,7 +746,7 @@ fn collecting() -> bool {
 /// reaches zero during it (a hold released last, a field of a garbage value)
 /// are dropped after the lock is released, each under `catch_unwind`. Then
 /// the first panic (of a `Trace`, then of a `Drop`) is re-raised.
-fn run(global: &Global, lock: MutexGuard<'_, Work>, kind: Kind) -> (usize, usize) {
+fn run(global: &Global, lock: MutexGuard<'_, ()>, kind: Kind) -> (usize, usize) {
     let ((freed, traced, panic), dropped) = drops::batch(|| run_locked(global, lock, kind));
     if let Some(payload) = panic.or(dropped) {
         resume_unwind(payload);
@@ -725,11 +755,7 @@ fn run(global: &Global, lock: MutexGuard<'_, Work>, kind: Kind) -> (usize, usize
 }
 
 /// [`run`]'s collection proper.
-fn run_locked(
-    global: &Global,
-    mut lock: MutexGuard<'_, Work>,
-    kind: Kind,
-) -> (usize, usize, Panic) {
+fn run_locked(global: &Global, lock: MutexGuard<'_, ()>, kind: Kind) -> (usize, usize, Panic) {
     /// Clears the in-collection flag, also when unwinding.
     struct Collecting;
     impl Drop for Collecting {
@@ -739,19 +765,21 @@ fn run_locked(
     }
     COLLECTING.with(|c| c.set(true));
     let collecting = Collecting;
-    // Taken out so that a panic (a `Trace` impl or a destructor) drops it
-    // with its holds released, and the lock keeps only empty buffers.
-    let mut work = core::mem::take(&mut *lock);
-    let timer = crate::stats::PauseTimer::start();
+    // This thread's buffers, taken out so that a panic (a `Trace` impl or a
+    // destructor) drops them with their holds released.
+    let mut work = Work::take();
+    let mut timer = LazyPauseTimer::start();
     let mut dying = Dying::take();
-    let (freed, traced, mut panic) = collect_locked(global, &mut work, kind, &mut dying.0);
+    let (freed, traced, mut panic) =
+        collect_locked(global, &mut work, kind, &mut dying.0, &mut timer);
     work.finish();
-    *lock = work;
+    work.keep();
     // Counted before the lock goes: an explicit collection that takes it
     // next waits for these frees (`collect_waiting`).
     global.dying.fetch_add(1, Relaxed);
     drop(lock);
     // 5 (unlocked). Drop the doomed values and release their holds.
+    timer.checkpoint();
     let dropped = dying.free();
     global.dying.fetch_sub(1, Release);
     panic = panic.or(dropped);
@@ -838,6 +866,7 @@ fn collect_locked(
     w: &mut Work,
     kind: Kind,
     dying: &mut Vec<NonNull<Header>>,
+    timer: &mut LazyPauseTimer,
 ) -> (usize, usize, Panic) {
     let minor = matches!(kind, Kind::Minor | Kind::Local);
     let promote = kind != Kind::Full { promote: false };
@@ -887,6 +916,7 @@ fn collect_locked(
         promoted += p;
         old_freed += o;
         w.reset_group();
+        timer.checkpoint();
         start = end;
     }
     w.roots.clear();

@@ -273,7 +273,7 @@
 //! least the *interval*, which follows the yield of the collections (Nim's
 //! rule, process-wide): after a collection that freed less than half of
 //! what it traced the interval grows by half, up to 4096 roots; after one
-//! that freed at least half it halves, down to 1024. A longer interval lets
+//! that freed at least half it halves, down to 256. A longer interval lets
 //! more buffered objects die by counting before they are judged (they cost
 //! no tracing) and traces an object decremented many times once: dumpster's
 //! random operations (whose minor collections find nearly everything live)
@@ -283,7 +283,12 @@
 //! part of the gain), while churn, hubs and request cycles (mostly
 //! garbage) keep the floor.
 //! Garbage a collection frees does not raise the threshold, so each thread
-//! leaves at most 4096 roots between collections.
+//! leaves at most 4096 roots between collections. A mutator's automatic
+//! collection leaves the newest 128 of its roots in its buffer for the next
+//! one (*ripening*, as the single-threaded collector does): an object
+//! decremented a moment ago is most often still in use (a request being
+//! built), and judged now it would be traced, promoted and, once dead, left
+//! to a full collection.
 //! Because one thread collecting can be slower than another that only
 //! allocates, a thread that has buffered four times its threshold while
 //! another thread collects waits for that collection (at most 10 ms per
@@ -385,25 +390,35 @@
 //! collecting twice as often did not help.
 //!
 //! The single-threaded collector on the per-thread server does not have
-//! this problem: with its default `min_roots` of 32 and ripening (the
-//! newest roots left for the next collection) it collects every three
-//! requests or so, about 33 objects at a time, and glibc's share of that
-//! server's CPU is *below* careful ARC's (perf under `wrk -t1 -c256`: 10.9
-//! against 13.2 %), while `sync::Gc`'s interval of 1024 roots a thread
-//! frees about 1,100 objects a time (16.7 against `arc-weak/ws`'s 11.4 %).
-//! Ripening with a shorter interval was tried here (a mutator's local
-//! collection leaves its newest 128 roots in its buffer; interval floor 256
-//! instead of 1024; branch `experiment-ripen`): the work-stealing server's
-//! CPU per request against `arc-weak/ws` went from a median of 1.34× to
-//! 1.29× (5 alternating pairs of `compare --connections 256 --duration 10s
-//! --repeat 2`, better in 4), with 2-thread cycle churn 142.4 → 169.1 ns per
-//! cycle (6 of 6 pairs slower: four times as many collections, whose fixed
-//! cost and collector lock the two threads share). With a floor of 64 the
-//! server made 14 times as many collections and was slower (medians 1.29
-//! → 1.42×); ripening at the interval of 1024 changed nothing (4 pairs). A
-//! collection's fixed cost (the collector lock, the registry and buffer
-//! locks of the drain, the shared statistics) is what the single-threaded
-//! collector does not pay, and what a short interval multiplies.
+//! this problem: with its default `min_roots` of 32 and ripening it
+//! collects every three requests or so, about 33 objects at a time, and
+//! glibc's share of that server's CPU is *below* careful ARC's (perf under
+//! `wrk -t1 -c256`: 10.9 against 13.2 %), while `sync::Gc`'s interval of
+//! 1024 roots a thread freed about 1,100 objects a time (16.7 against
+//! `arc-weak/ws`'s 11.4 %). Hence the interval's floor of 256 roots with
+//! ripening (see *Policies*; 545 objects per collection in 2-thread
+//! churn instead of 2,200). What it took: collections four times as
+//! frequent cost 2-thread cycle churn 19 % (142.4 → 169.1 ns per cycle, 6
+//! of 6 pairs) while the collector's buffers were shared behind the
+//! collector lock — each collection first fetched from the other core the
+//! lines of the nodes, edges and guards it had written — and nothing once
+//! each thread keeps its own (`collector.rs`, `Work`; 176 → 143 ns per
+//! cycle, 4 of 4; against the interval of 1024: 6 of 13 pairs faster, the
+//! same time). A collection no longer reads the thread CPU clock (a system
+//! call) unless it runs for 10 µs (`stats.rs`, `LazyPauseTimer`). On the
+//! work-stealing server (`compare --runtimes work-stealing --modes
+//! arc-weak,orc --connections 256`, alternating pairs against the interval
+//! of 1024, four pairs of 2 × 20-s rounds, the first two with a version
+//! that capped the interval at 1024): RSS growth 3.3, 2.3, 3.7, 2.3
+//! → 1.4, 0.9, 1.5, 0.6 MiB/min (in 10-s rounds a median of 7.2 → 3.6, 5 of
+//! 5 pairs), the CPU per request of orc/ws against arc-weak/ws 1.41, 1.40,
+//! 1.27, 1.33 → 1.24, 1.32, 1.36, 1.33 (the same within the host's noise;
+//! the baseline's own CPU per request moved by up to 12 % between the runs
+//! of a pair), the collector's share of the server's CPU 10.7 → 11.4 %
+//! (about four times the collections). Instructions (callgrind): hub
+//! +0.2 %, dumpster's random operations −0.4 %. An interval of 64 made 14
+//! times as many collections and cost the server CPU; ripening alone at
+//! 1024 changed nothing.
 //!
 //! # Why no crossbeam-epoch
 //!
@@ -451,7 +466,8 @@
 //! (reused for the Σ-test of the slow path) and liveness; edges and
 //! components live in vectors indexed by node number (components are only
 //! computed when the fast path of validation does not apply), and every
-//! buffer is kept behind the collector lock for the next collection. An edge to a
+//! buffer is kept by the collecting thread for its next collection (the
+//! slots, like the buffers, are only used under the collector lock). An edge to a
 //! `sync::Gc<T>` whose `T` cannot own pointers is not reported (the leaf is
 //! not in the graph; its count keeps that edge as an external reference).
 

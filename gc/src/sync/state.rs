@@ -13,8 +13,9 @@
 //!   (which reads under it) counts the thread exactly once.
 //! - The old roots (entries of old objects, which only a full collection
 //!   drains) wait in a list of their own, owned by the collector.
-//! - The collector mutex (which also keeps the collector's buffers) is
-//!   `try_lock`ed: one collection at a time, and a thread that finds one
+//! - The collector mutex (each thread keeps its own buffers for the
+//!   collections it runs) is `try_lock`ed: one collection at a time, and a
+//!   thread that finds one
 //!   running carries on — unless, under the Adaptive policy, it has
 //!   buffered four times its threshold meanwhile: then it waits for the
 //!   running collection at most 10 ms per buffering (pacing; see the module
@@ -27,7 +28,7 @@ use core::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
 use super::buffer::RootBuffer;
-use super::collector::{Kind, Work};
+use super::collector::Kind;
 use super::header::Header;
 use super::prim::{thread_local, Mutex, MutexGuard};
 use crate::{Policy, Stats};
@@ -52,13 +53,26 @@ static NIM_SHARED: core::sync::atomic::AtomicUsize =
     core::sync::atomic::AtomicUsize::new(NIM_START);
 /// Smallest number of new roots (per thread) between two adaptive
 /// collections: bounds the garbage a thread leaves between collections when
-/// little is live.
-const ADAPTIVE_MIN: usize = 1024;
+/// little is live, and the burst of frees a collection makes (see *The
+/// allocator* in the module docs).
+pub(crate) const ADAPTIVE_MIN: usize = 256;
+
+/// How many of its newest roots a mutator's automatic collection
+/// ([`Kind::Local`]) leaves in its buffer for the next one (*ripening*, as
+/// the single-threaded collector's `min_roots`): a decrement that has just
+/// happened is most often part of work in progress (a request's objects
+/// still being built or used), so its object is likely live; judged now, it
+/// would be traced, found live and promoted, and if it dies a moment later
+/// it would be old garbage that only a full collection frees. Left for one
+/// interval, it is usually garbage by then, or freed by counting. Other
+/// collections ([`collect`](super::collect), `collect_minor`, the collector
+/// thread's) take every root.
+pub(crate) const RIPEN: usize = 128;
 
 /// The Adaptive interval grows at most to this multiple of [`ADAPTIVE_MIN`]
 /// (so a thread leaves at most 4096 roots, and waits for a running
 /// collection at 16384; see [`PACE`]).
-const ADAPTIVE_MAX_FACTOR: usize = 4;
+const ADAPTIVE_MAX_FACTOR: usize = 16;
 
 /// The most roots per thread that the wasted work of the last collection
 /// (the objects it traced, found live and promoted) makes the next one wait
@@ -111,8 +125,12 @@ pub(crate) fn adaptive_level() -> usize {
 /// the last one, or the old roots waiting, exceed `1 / FULL_DIVISOR` of the
 /// old objects counted at the last full collection (CPython's rule, as the
 /// single-threaded collector's default `full_fraction` of 0.25), and at least
-/// [`ADAPTIVE_MIN`].
+/// [`FULL_FLOOR`].
 const FULL_DIVISOR: u64 = 4;
+
+/// The fewest promotions or old roots waiting that make a full collection
+/// due.
+const FULL_FLOOR: u64 = 1024;
 
 /// A minor collection on a mutator takes the buffers of other (live)
 /// threads only when no collection took them for this many collections:
@@ -158,8 +176,9 @@ pub(crate) struct Global {
     pub(crate) old_roots: Mutex<Vec<Entry>>,
     /// `old_roots.len()`, for the mutators' full-collection trigger.
     pub(crate) old_roots_waiting: StatCounter,
-    /// One collection at a time; holds the collector's reusable buffers.
-    collector_lock: Mutex<Work>,
+    /// One collection at a time (each thread keeps its own buffers for its
+    /// collections, `collector.rs`).
+    collector_lock: Mutex<()>,
     /// Counters of threads that exited (updated under the registry lock, so
     /// that `stats` sees an exiting thread exactly once), plus everything
     /// the collector counts.
@@ -200,7 +219,7 @@ impl Global {
             orphans: Mutex::new(Vec::new()),
             old_roots: Mutex::new(Vec::new()),
             old_roots_waiting: StatCounter::new(0),
-            collector_lock: Mutex::new(Work::default()),
+            collector_lock: Mutex::new(()),
             retired_allocated: StatCounter::new(0),
             retired_freed_by_rc: StatCounter::new(0),
             retired_old_freed_by_rc: StatCounter::new(0),
@@ -223,9 +242,10 @@ impl Global {
     }
 
     /// Takes the buffered entries of exited threads and of every thread —
-    /// or, if `local`, only the calling thread's and those of threads whose
-    /// buffer no collection took in the last [`STALE`] collections (see
-    /// *Where collections run* in the module docs).
+    /// or, if `local`, only the calling thread's but its newest [`RIPEN`],
+    /// and those of threads whose buffer no collection took in the last
+    /// [`STALE`] collections (see *Where collections run* in the module
+    /// docs).
     ///
     /// Under the registry lock (the order every path takes: registry, then
     /// a buffer or the orphans), rather than on a copy of the registry: no
@@ -247,14 +267,18 @@ impl Global {
             if local && fresh && own != Some(Arc::as_ptr(slot)) {
                 continue;
             }
-            slot.entries.drain_into(into);
+            if local && own == Some(Arc::as_ptr(slot)) {
+                slot.entries.drain_oldest_into(into, RIPEN);
+            } else {
+                slot.entries.drain_into(into);
+            }
             slot.drained_at.store(now, Relaxed);
         }
     }
 
     /// Whether the Adaptive policy asks for a full collection now.
     pub(crate) fn full_due(&self) -> bool {
-        let budget = (self.old_at_full.load(Relaxed) / FULL_DIVISOR).max(ADAPTIVE_MIN as u64);
+        let budget = (self.old_at_full.load(Relaxed) / FULL_DIVISOR).max(FULL_FLOOR);
         // A minor collection re-buffers the live objects it could not prove
         // as old roots, so most promotions also sit in the old roots: take
         // the larger count rather than counting them twice.
@@ -290,13 +314,13 @@ impl Global {
     }
 
     /// The collector lock, if no collection is running.
-    pub(crate) fn try_collector(&self) -> Option<MutexGuard<'_, Work>> {
+    pub(crate) fn try_collector(&self) -> Option<MutexGuard<'_, ()>> {
         self.collector_lock.try_lock()
     }
 
     /// The collector lock, waiting for a running collection to end.
     #[cfg(not(loom))]
-    pub(crate) fn collector_lock(&self) -> MutexGuard<'_, Work> {
+    pub(crate) fn collector_lock(&self) -> MutexGuard<'_, ()> {
         self.collector_lock.lock()
     }
 
@@ -306,7 +330,7 @@ impl Global {
     pub(crate) fn collector_within(
         &self,
         patience: core::time::Duration,
-    ) -> Option<MutexGuard<'_, Work>> {
+    ) -> Option<MutexGuard<'_, ()>> {
         self.collector_lock.try_lock_for(patience)
     }
 }

@@ -827,16 +827,21 @@ fn a_move_between_windows_is_caught_by_the_retrace() {
     assert!(weak.upgrade().is_none());
 }
 
+/// The Adaptive interval follows the collections' yield, and a mutator's
+/// automatic collection leaves its newest `RIPEN` roots for the next one
+/// (ripening); an explicit collection takes them all.
 #[test]
-fn adaptive_interval_follows_the_yield() {
-    // The rule: half or more freed halves the interval (not below 1024);
+fn adaptive_interval_follows_the_yield_and_the_newest_roots_ripen() {
+    use state::{ADAPTIVE_MIN as MIN, RIPEN};
+    const MAX: usize = 4096;
+    // The rule: half or more freed halves the interval (not below MIN);
     // less than half grows it by half (not above 4096).
-    assert_eq!(state::next_level(1024, 0, 100), 1536);
-    assert_eq!(state::next_level(3072, 49, 100), 4096);
-    assert_eq!(state::next_level(4096, 0, 100), 4096);
-    assert_eq!(state::next_level(4096, 50, 100), 2048);
-    assert_eq!(state::next_level(1536, 100, 100), 1024);
-    assert_eq!(state::next_level(2048, 0, 0), 2048);
+    assert_eq!(state::next_level(MIN, 0, 100), MIN * 3 / 2);
+    assert_eq!(state::next_level(3 * MAX / 4, 49, 100), MAX);
+    assert_eq!(state::next_level(MAX, 0, 100), MAX);
+    assert_eq!(state::next_level(MAX, 50, 100), MAX / 2);
+    assert_eq!(state::next_level(MIN * 3 / 2, 100, 100), MIN);
+    assert_eq!(state::next_level(2 * MIN, 0, 0), 2 * MIN);
 
     let _s = serial();
     let drops = Arc::new(AtomicUsize::new(0));
@@ -847,38 +852,45 @@ fn adaptive_interval_follows_the_yield() {
         drop(a);
         collect();
     }
-    assert_eq!(state::adaptive_level(), 1024);
+    assert_eq!(state::adaptive_level(), MIN);
     assert_eq!(drops.load(SeqCst), 3);
     set_policy(Policy::Adaptive);
-    // 1024 live roots: the 1024th triggers a collection on this thread that
-    // frees nothing; the next collection waits for 1536 roots.
-    let keep: Vec<_> = (0..1024).map(|_| node(&drops)).collect();
+    // MIN live roots: the last triggers a collection on this thread, which
+    // takes all but the newest RIPEN and frees nothing; the next collection
+    // waits for 1.5 MIN roots.
+    let keep: Vec<_> = (0..MIN).map(|_| node(&drops)).collect();
     let before = stats();
     for k in &keep {
         drop(k.clone());
     }
     let after = stats();
+    assert_eq!(after.collections(), before.collections() + 1);
     assert_eq!(
-        after.minor_collections + after.full_collections,
-        before.minor_collections + before.full_collections + 1
+        after.nodes_traced - before.nodes_traced,
+        (MIN - RIPEN) as u64
     );
-    assert_eq!(state::adaptive_level(), 1536);
-    // 1535 garbage roots collect nothing; the 1536th collects them all,
-    // and the interval shrinks back.
-    for i in 0..1536 {
+    assert_eq!(state::adaptive_level(), MIN * 3 / 2);
+    // Garbage roots: the 1.5 MIN-th collects (it takes the RIPEN live ones
+    // left last time and all but the newest RIPEN garbage), and the
+    // interval shrinks back.
+    let garbage = MIN * 3 / 2;
+    for i in 0..garbage {
         let a = node(&drops);
         link(&a, &a);
         drop(a);
-        if i == 1534 {
-            assert_eq!(drops.load(SeqCst), 3);
+        if i == garbage - 2 {
+            assert_eq!(drops.load(SeqCst), 3, "collected early");
         }
     }
-    assert_eq!(drops.load(SeqCst), 3 + 1536);
-    assert_eq!(state::adaptive_level(), 1024);
+    assert_eq!(drops.load(SeqCst), 3 + garbage - RIPEN, "the newest ripen");
+    assert_eq!(state::adaptive_level(), MIN);
     set_policy(Policy::Manual);
+    // An explicit collection takes every root.
+    collect();
+    assert_eq!(drops.load(SeqCst), 3 + garbage);
     drop(keep);
     collect();
-    assert_eq!(drops.load(SeqCst), 3 + 1536 + 1024);
+    assert_eq!(drops.load(SeqCst), 3 + garbage + MIN);
 }
 
 /// A minor collection judges its roots `GROUP` trees at a time. Every cycle
