@@ -6,8 +6,9 @@
 //!
 //! 1. **Drain** every thread's buffer (and, in a full collection, the old
 //!    roots) — or, in a mutator's automatic minor collection
-//!    ([`Kind::Local`]), its own buffer, the exited threads' and the stale
-//!    ones (see *Where collections run* in the module docs). Which roots a
+//!    ([`Kind::Local`]), its own buffer but the newest `RIPEN` entries
+//!    (ripening, see `state.rs`), the exited threads' and the stale ones
+//!    (see *Where collections run* in the module docs). Which roots a
 //!    collection starts from never matters to soundness: any set of holds
 //!    is validated the same way. Each armed entry of a live object becomes
 //!    a *hold* (a strong reference owned by the collector) whose resulting
@@ -370,7 +371,8 @@ const _: () = assert!(core::mem::size_of::<Node>() == 32);
 /// instead, they moved between cores whenever two threads took turns at
 /// collecting: each collection first fetched the lines of the nodes, edges
 /// and guards the other core had written (2-thread cycle churn with an
-/// interval of 256 roots: 176 → 143 ns per cycle; see *Cost*).
+/// interval of 256 roots: 176 → 143 ns per cycle; see *The allocator* in
+/// the module docs).
 ///
 /// Nodes are numbered by position, in the order they are traced: a root,
 /// then the nodes its tree reaches (roots included), then the next root not

@@ -15,11 +15,10 @@
 //!   drains) wait in a list of their own, owned by the collector.
 //! - The collector mutex (each thread keeps its own buffers for the
 //!   collections it runs) is `try_lock`ed: one collection at a time, and a
-//!   thread that finds one
-//!   running carries on — unless, under the Adaptive policy, it has
-//!   buffered four times its threshold meanwhile: then it waits for the
-//!   running collection at most 10 ms per buffering (pacing; see the module
-//!   docs of `sync`).
+//!   thread that finds one running carries on — unless, under the Adaptive
+//!   policy, it has buffered four times its threshold meanwhile: then it
+//!   waits for the running collection at most 10 ms per buffering (pacing;
+//!   see the module docs of `sync`).
 
 use core::cell::Cell;
 use core::ptr::NonNull;
