@@ -411,8 +411,10 @@
 //! of 1024, four pairs of 2 × 20-s rounds, the first two with a version
 //! that capped the interval at 1024): RSS growth 3.3, 2.3, 3.7, 2.3
 //! → 1.4, 0.9, 1.5, 0.6 MiB/min (in 10-s rounds a median of 7.2 → 3.6, 5 of
-//! 5 pairs), the CPU per request of orc/ws against arc-weak/ws 1.41, 1.40,
-//! 1.27, 1.33 → 1.24, 1.32, 1.36, 1.33 (the same within the host's noise;
+//! 5 pairs; a 20-s slope mostly measures the heap settling, and a later run
+//! of the final build read 3.4 and 4.1), the CPU per request of orc/ws
+//! against arc-weak/ws 1.41, 1.40, 1.27, 1.33 → 1.24, 1.32, 1.36, 1.33
+//! (the same within the host's noise;
 //! the baseline's own CPU per request moved by up to 12 % between the runs
 //! of a pair), the collector's share of the server's CPU 10.7 → 11.4 %
 //! (about four times the collections). Instructions (callgrind): hub
