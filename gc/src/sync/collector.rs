@@ -416,9 +416,6 @@ struct Work {
     /// object is kept, as if a cell could not be locked; re-raised at the
     /// end).
     panic: Panic,
-    /// The most nodes a group of this collection had (`finish` keeps the
-    /// vectors' capacity for that many).
-    largest_group: usize,
 }
 
 #[cfg(not(loom))]
@@ -430,6 +427,7 @@ std::thread_local! {
 /// The most nodes whose buffers a thread keeps between its collections
 /// (32 bytes each, plus edges): after a larger collection (a full one over
 /// a large heap) it gives them back to the allocator.
+#[cfg(not(loom))]
 const KEEP_NODES: usize = 1 << 14;
 
 impl Work {
@@ -441,15 +439,6 @@ impl Work {
         #[cfg(loom)]
         let work = Work::default();
         work
-    }
-
-    /// Keeps the (emptied) buffers for this thread's next collection,
-    /// unless they are larger than [`KEEP_NODES`] needs.
-    fn keep(self) {
-        #[cfg(not(loom))]
-        if self.nodes.capacity() <= KEEP_NODES {
-            let _ = WORK.try_with(|w| w.set(self));
-        }
     }
 
     /// Adds a held object; `None` if the graph cannot number more nodes
@@ -554,7 +543,6 @@ impl Work {
         self.guards.clear();
         // Step 6 of the group released every hold.
         debug_assert!(self.nodes.iter().all(|node| node.released));
-        self.largest_group = self.largest_group.max(self.nodes.len());
         self.nodes.clear();
         self.edges.clear();
         self.windows.clear();
@@ -568,18 +556,16 @@ impl Work {
         self.doomed.clear();
     }
 
-    /// Empties the buffers (keeping their capacity, unless a huge collection
-    /// left far more than it needs).
-    fn finish(&mut self) {
+    /// Empties the buffers and keeps them for this thread's next
+    /// collection, unless they are larger than [`KEEP_NODES`] needs.
+    fn finish(mut self) {
         self.reset_group();
-        let n = core::mem::take(&mut self.largest_group);
         self.roots.clear();
         self.entries.clear();
         debug_assert!(self.old_roots.is_empty());
-        // Keep the capacity for the next collection, but not for ever after
-        // one huge collection.
-        if self.nodes.capacity() > KEEP_NODES.max(4 * n) {
-            *self = Work::default();
+        #[cfg(not(loom))]
+        if self.nodes.capacity() <= KEEP_NODES {
+            let _ = WORK.try_with(|w| w.set(self));
         }
     }
 }
@@ -775,7 +761,6 @@ fn run_locked(global: &Global, lock: MutexGuard<'_, ()>, kind: Kind) -> (usize, 
     let (freed, traced, mut panic) =
         collect_locked(global, &mut work, kind, &mut dying.0, &mut timer);
     work.finish();
-    work.keep();
     // Counted before the lock goes: an explicit collection that takes it
     // next waits for these frees (`collect_waiting`).
     global.dying.fetch_add(1, Relaxed);

@@ -262,15 +262,14 @@ impl Global {
         let now = self.collections.load(Relaxed) + 1;
         into.append(&mut self.orphans.lock());
         for slot in registry.iter() {
+            // `own` is only set for a local collection.
+            let mine = own == Some(Arc::as_ptr(slot));
             let fresh = now.saturating_sub(slot.drained_at.load(Relaxed)) < STALE;
-            if local && fresh && own != Some(Arc::as_ptr(slot)) {
+            if local && fresh && !mine {
                 continue;
             }
-            if local && own == Some(Arc::as_ptr(slot)) {
-                slot.entries.drain_oldest_into(into, RIPEN);
-            } else {
-                slot.entries.drain_into(into);
-            }
+            slot.entries
+                .drain_oldest_into(into, if mine { RIPEN } else { 0 });
             slot.drained_at.store(now, Relaxed);
         }
     }
