@@ -85,6 +85,14 @@ fn main() {
         // thread: the mutator's and the collector's instructions without the
         // scheduler's.
         "arc-weak-ws" => run::<SyncWeakRcFamily>(requests),
+        // Every request leaks (the same operations as `orc-ws`, no
+        // collector): the mutator's share of `orc-ws`, plus page faults.
+        "arc-ws" => run::<family::SyncRcFamily>(requests),
+        // `sync::Gc` with the Manual policy: buffers roots, never collects.
+        "orc-ws-manual" => {
+            recycler::sync::set_policy(Policy::Manual);
+            run::<SyncGcFamily>(requests)
+        }
         "orc-ws" => {
             run::<SyncGcFamily>(requests);
             recycler::sync::collect();

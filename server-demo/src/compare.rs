@@ -19,10 +19,13 @@
 //! For each round and each (runtime, mode): start `serve` as a child, warm it
 //! up with the load generator, read `/stats`, load it for the measured
 //! duration while sampling the child's RSS every [`SAMPLE_EVERY`], read
-//! `/stats` again, stop the child. Running the modes in turn within each round spreads any drift of
-//! the machine (thermal, other tenants) over all of them. The summary takes
-//! medians over rounds; counters from `/stats` are differences over the
-//! measured phase, except objects live at the end.
+//! `/stats` again, stop the child. Running the modes in turn within each
+//! round, in reverse order every second round, spreads any drift of the
+//! machine (thermal, other tenants) over all of them. The summary takes
+//! medians over rounds, and its ratios are medians of per-round ratios (a
+//! run against the baseline's run of the same round); counters from
+//! `/stats` are differences over the measured phase, except objects live at
+//! the end.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -235,13 +238,16 @@ pub struct Summary {
     pub label: String,
     /// Median requests per second.
     pub rps: f64,
-    /// `rps` over the baseline's (`arc-weak` on the same runtime, if it ran).
+    /// `rps` over the baseline's (`arc-weak` on the same runtime, if it
+    /// ran): the median over rounds of each round's ratio.
     #[serde(default)]
     pub ratio_to_baseline: Option<f64>,
-    /// `server_cpu_us_per_request` over the baseline's.
+    /// `server_cpu_us_per_request` over the baseline's (median of the
+    /// rounds' ratios).
     #[serde(default)]
     pub cpu_ratio_to_baseline: Option<f64>,
-    /// `rps` over arc's on the same runtime (if arc ran on it).
+    /// `rps` over arc's on the same runtime, if arc ran on it (median of the
+    /// rounds' ratios).
     pub ratio_to_arc: Option<f64>,
     /// Median of the runs' mean latency, ms.
     pub latency_avg_ms: f64,
@@ -391,7 +397,7 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<()> {
     }
     let mut runs = Vec::new();
     for round in 1..=args.repeat {
-        for &variant in &variants {
+        for variant in round_order(&variants, round) {
             eprint!("[round {round}/{}] {:<32} ", args.repeat, variant.label());
             let run = run_one(variant, round, args)?;
             eprintln!(
@@ -575,6 +581,38 @@ fn run_one(variant: Variant, round: u32, args: &CompareArgs) -> anyhow::Result<R
     })
 }
 
+/// The order of the variants in `round` (from 1): as given in odd rounds,
+/// reversed in even ones, so that a machine that speeds up or slows down
+/// during a compare (a steady drift) favours no variant over two rounds.
+fn round_order(variants: &[Variant], round: u32) -> Vec<Variant> {
+    let mut order = variants.to_vec();
+    if round % 2 == 0 {
+        order.reverse();
+    }
+    order
+}
+
+/// The median over rounds of `value / baseline's value`, where `points`
+/// are `(variant, round, value)`: each of `variant`'s values is paired with
+/// `baseline`'s of the same round (which ran minutes apart at most, so the
+/// machine's slower drift cancels); `None` if no round has both with a
+/// positive baseline value.
+fn per_round_ratio(
+    points: &[(Variant, u32, f64)],
+    variant: Variant,
+    baseline: Variant,
+) -> Option<f64> {
+    let ratios: Vec<f64> = points
+        .iter()
+        .filter(|p| p.0 == variant)
+        .filter_map(|&(_, round, value)| {
+            let &(_, _, base) = points.iter().find(|b| b.0 == baseline && b.1 == round)?;
+            (base > 0.0).then(|| value / base)
+        })
+        .collect();
+    (!ratios.is_empty()).then(|| median(ratios))
+}
+
 /// Least-squares slope of y over x (0 with fewer than two points).
 fn slope(points: &[(f64, f64)]) -> f64 {
     let n = points.len() as f64;
@@ -656,19 +694,29 @@ fn summarize(variants: &[Variant], runs: &[Run]) -> Vec<Summary> {
             }
         })
         .collect();
-    let find = |out: &[Summary], runtime: Runtime, mode: Mode| {
-        out.iter()
-            .find(|s| s.runtime == runtime && s.mode == mode && s.rps > 0.0)
-            .map(|s| (s.rps, s.server_cpu_us_per_request))
+    // Ratios are medians of per-round ratios (each run against the
+    // baseline's run of the same round), not ratios of medians: on a host
+    // whose speed drifts between rounds, a round's two runs are the closest
+    // in time.
+    let find = |runtime: Runtime, mode: Mode| {
+        variants
+            .iter()
+            .copied()
+            .find(|v| v.runtime == runtime && v.mode == mode)
     };
-    for i in 0..out.len() {
-        let (runtime, rps, cpu) = (out[i].runtime, out[i].rps, out[i].server_cpu_us_per_request);
-        let base = find(&out, runtime, Mode::ArcWeak);
-        let arc = find(&out, runtime, Mode::Arc);
-        let s = &mut out[i];
-        s.ratio_to_baseline = base.map(|(b, _)| rps / b);
-        s.cpu_ratio_to_baseline = base.filter(|&(_, c)| c > 0.0).map(|(_, c)| cpu / c);
-        s.ratio_to_arc = arc.map(|(a, _)| rps / a);
+    let points = |f: fn(&Run) -> f64| -> Vec<(Variant, u32, f64)> {
+        runs.iter().map(|r| (r.variant(), r.round, f(r))).collect()
+    };
+    let rps = points(|r| r.load.rps);
+    let cpu = points(|r| r.server_cpu_us_per_request);
+    for (s, &variant) in out.iter_mut().zip(variants) {
+        if let Some(base) = find(variant.runtime, Mode::ArcWeak) {
+            s.ratio_to_baseline = per_round_ratio(&rps, variant, base);
+            s.cpu_ratio_to_baseline = per_round_ratio(&cpu, variant, base);
+        }
+        if let Some(arc) = find(variant.runtime, Mode::Arc) {
+            s.ratio_to_arc = per_round_ratio(&rps, variant, arc);
+        }
     }
     out
 }
@@ -1021,6 +1069,34 @@ mod tests {
         let v = args.variants();
         assert_eq!(v[0].defects, Defects::NONE);
         assert_eq!(v[1].label(), "orc-nim16+locked-alloc");
+    }
+
+    #[test]
+    fn even_rounds_run_in_reverse_and_ratios_pair_runs_of_one_round() {
+        let v = |mode| Variant::new(Runtime::WorkStealing, mode, Defects::NONE);
+        let (base, orc, arc) = (v(Mode::ArcWeak), v(Mode::Orc), v(Mode::Arc));
+        assert_eq!(round_order(&[base, orc], 1), [base, orc]);
+        assert_eq!(round_order(&[base, orc], 2), [orc, base]);
+        assert_eq!(round_order(&[base, orc], 3), [base, orc]);
+        // The host runs at half speed in round 2: two of three rounds say
+        // 1.2, which their median keeps; the medians' ratio (12 / 11) would
+        // not.
+        let points = [
+            (base, 1, 10.0),
+            (orc, 1, 12.0),
+            (orc, 2, 24.0),
+            (base, 2, 20.0),
+            (arc, 2, 12.0),
+            (base, 3, 11.0),
+            (orc, 3, 11.0),
+        ];
+        let ratio = per_round_ratio(&points, orc, base).unwrap();
+        assert!((ratio - 1.2).abs() < 1e-12, "{ratio}");
+        // Only round 2 has both.
+        assert_eq!(per_round_ratio(&points, arc, base), Some(0.6));
+        assert_eq!(per_round_ratio(&points, base, v(Mode::OrcNim16)), None);
+        let zero = [(base, 1, 0.0), (orc, 1, 12.0)];
+        assert_eq!(per_round_ratio(&zero, orc, base), None);
     }
 
     #[test]
