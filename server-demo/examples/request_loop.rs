@@ -7,7 +7,11 @@
 //! ```
 //!
 //! Modes: `arc-weak`, `orc`, `orc-nim16`, and `arc-weak-ws`, `orc-ws` (the
-//! `recycler::sync` pointers of the work-stealing runtime); an optional third argument sets
+//! `recycler::sync` pointers of the work-stealing runtime), `arc-ws` (every
+//! request leaks: `orc-ws`'s operations with no collector, so `orc-ws` minus
+//! `arc-ws` is what collecting costs) and `orc-ws-manual` (`sync::Gc` that
+//! buffers roots and never collects: the mutator's side of `orc-ws`; both
+//! leak, so keep the count small); an optional third argument sets
 //! `AdaptiveConfig::min_roots`. Between requests it allocates and
 //! frees a few buffers of the sizes hyper uses for a request (the read
 //! buffer, the header map, the response), so that the allocator sees the
