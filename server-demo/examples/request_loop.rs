@@ -33,7 +33,7 @@ mod jsondoc;
 
 use std::hint::black_box;
 
-use family::{Family, GcFamily, SyncGcFamily, SyncWeakRcFamily, WeakRcFamily};
+use family::{Family, GcFamily, SyncGcFamily, SyncRcFamily, SyncWeakRcFamily, WeakRcFamily};
 use hubs::Hubs;
 use recycler::Policy;
 
@@ -91,7 +91,7 @@ fn main() {
         "arc-weak-ws" => run::<SyncWeakRcFamily>(requests),
         // Every request leaks (the same operations as `orc-ws`, no
         // collector): the mutator's share of `orc-ws`, plus page faults.
-        "arc-ws" => run::<family::SyncRcFamily>(requests),
+        "arc-ws" => run::<SyncRcFamily>(requests),
         // `sync::Gc` with the Manual policy: buffers roots, never collects.
         "orc-ws-manual" => {
             recycler::sync::set_policy(Policy::Manual);

@@ -154,15 +154,18 @@ impl RootBuffer {
         (new, head)
     }
 
-    /// Moves every buffered entry to `into`.
+    /// Moves every buffered entry to `into` ([`drain_oldest_into`] keeping
+    /// none).
+    ///
+    /// [`drain_oldest_into`]: Self::drain_oldest_into
     pub(crate) fn drain_into(&self, into: &mut Vec<Entry>) {
         self.drain_oldest_into(into, 0);
     }
 
     /// Moves the buffered entries to `into` but the newest `keep`, which
     /// stay in the ring as if they had been pushed after this drain (the
-    /// protocol is [`drain_into`](Self::drain_into)'s with a smaller `tail`:
-    /// the owner reuses no cell below the `head` we store).
+    /// module docs' drain with a smaller `tail`: the owner reuses no cell
+    /// below the `head` we store).
     pub(crate) fn drain_oldest_into(&self, into: &mut Vec<Entry>, keep: usize) {
         let _drains = self.drain_lock.lock();
         // Relaxed: written only under the lock we hold.
