@@ -1,14 +1,15 @@
-//! `serve` as a child process of `compare`, which never outlives it.
+//! `serve` as a child process of `compare` or `ab`, which never outlives it.
 //!
 //! Three layers make sure of that: [`ServerChild`]'s `Drop` terminates and
 //! reaps the child on every normal or error path; [`install_interrupt_handler`]
-//! terminates the current child on Ctrl-C / SIGTERM before `compare` exits;
+//! terminates the running children on Ctrl-C / SIGTERM before the parent exits;
 //! and the child asks the kernel for SIGTERM when `compare` dies in any other
 //! way (`PR_SET_PDEATHSIG`, set between fork and exec).
 
 use std::io::{BufRead, BufReader, Read};
 use std::net::SocketAddr;
 use std::os::unix::process::CommandExt;
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::{mpsc, Mutex};
 use std::time::Duration;
@@ -18,8 +19,9 @@ use anyhow::{bail, Context as _};
 use crate::locked_alloc::Allocator;
 use crate::mode::Variant;
 
-/// The pid of the child currently running, for the interrupt handler.
-static CURRENT: Mutex<Option<u32>> = Mutex::new(None);
+/// The pids of the children running (`ab` runs two), for the interrupt
+/// handler.
+static CURRENT: Mutex<Vec<u32>> = Mutex::new(Vec::new());
 
 /// How long a child gets to exit after SIGTERM before it is killed.
 const STOP_TIMEOUT: Duration = Duration::from_secs(5);
@@ -35,16 +37,25 @@ pub struct ServerChild {
 impl ServerChild {
     /// Starts `serve --mm MODE --nim16-defects DEFECTS --runtime RUNTIME
     /// --threads threads --port 0` for `variant`, on `allocator`, and waits
-    /// until it listens.
-    pub fn start(variant: Variant, threads: u16, allocator: Allocator) -> anyhow::Result<Self> {
+    /// until it listens; `exe` is the `server-demo` executable to run (by
+    /// default this one; `ab` may run another build's).
+    pub fn start(
+        variant: Variant,
+        threads: u16,
+        allocator: Allocator,
+        exe: Option<&Path>,
+    ) -> anyhow::Result<Self> {
         let Variant {
             runtime,
             mode,
             defects,
         } = variant;
-        let exe = std::env::current_exe().context("cannot find the server-demo executable")?;
+        let exe = match exe {
+            Some(exe) => exe.to_owned(),
+            None => std::env::current_exe().context("cannot find the server-demo executable")?,
+        };
         let parent = crate::sys::pid();
-        let mut cmd = Command::new(exe);
+        let mut cmd = Command::new(&exe);
         cmd.args([
             "serve",
             "--mm",
@@ -67,8 +78,13 @@ impl ServerChild {
         unsafe {
             cmd.pre_exec(move || crate::sys::die_with_parent(parent));
         }
-        let mut child = cmd.spawn().context("cannot start the server child")?;
-        *CURRENT.lock().unwrap_or_else(|e| e.into_inner()) = Some(child.id());
+        let mut child = cmd
+            .spawn()
+            .with_context(|| format!("cannot start the server child {}", exe.display()))?;
+        CURRENT
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(child.id());
         let stderr = child.stderr.take().map(|mut err| {
             std::thread::spawn(move || {
                 let mut text = String::new();
@@ -121,10 +137,10 @@ impl ServerChild {
             let _ = crate::sys::kill(pid);
         }
         let status = waiter.join().ok().and_then(Result::ok);
-        let mut current = CURRENT.lock().unwrap_or_else(|e| e.into_inner());
-        if *current == Some(pid) {
-            *current = None;
-        }
+        CURRENT
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|&p| p != pid);
         status
     }
 
@@ -152,7 +168,7 @@ fn parse_listening(line: &str) -> Option<SocketAddr> {
         .ok()
 }
 
-/// On Ctrl-C or SIGTERM: terminate the current child, then exit with 130.
+/// On Ctrl-C or SIGTERM: terminate the running children, then exit with 130.
 pub fn install_interrupt_handler() -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -171,20 +187,27 @@ pub fn install_interrupt_handler() -> anyhow::Result<()> {
                     _ = sigterm.recv() => {}
                 }
             });
-            let pid = *CURRENT.lock().unwrap_or_else(|e| e.into_inner());
-            if let Some(pid) = pid {
-                eprintln!("\ninterrupted: stopping the server child {pid}");
-                let _ = crate::sys::terminate(pid);
-                let (tx, rx) = mpsc::channel();
-                std::thread::spawn(move || {
-                    let _ = crate::sys::reap(pid);
-                    let _ = tx.send(());
-                });
+            let pids = CURRENT.lock().unwrap_or_else(|e| e.into_inner()).clone();
+            if pids.is_empty() {
+                eprintln!("\ninterrupted");
+            }
+            let reapers: Vec<_> = pids
+                .into_iter()
+                .map(|pid| {
+                    eprintln!("\ninterrupted: stopping the server child {pid}");
+                    let _ = crate::sys::terminate(pid);
+                    let (tx, rx) = mpsc::channel();
+                    std::thread::spawn(move || {
+                        let _ = crate::sys::reap(pid);
+                        let _ = tx.send(());
+                    });
+                    (pid, rx)
+                })
+                .collect();
+            for (pid, rx) in reapers {
                 if rx.recv_timeout(STOP_TIMEOUT).is_err() {
                     let _ = crate::sys::kill(pid);
                 }
-            } else {
-                eprintln!("\ninterrupted");
             }
             std::process::exit(130);
         })?;

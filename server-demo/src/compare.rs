@@ -482,13 +482,13 @@ fn first_occurrences<T: Copy + PartialEq>(items: &[T]) -> Vec<T> {
 }
 
 /// Samples the RSS of `pid` every [`SAMPLE_EVERY`] until told to stop.
-struct Sampler {
+pub struct Sampler {
     stop: mpsc::Sender<Instant>,
     thread: std::thread::JoinHandle<Vec<(Instant, u64)>>,
 }
 
 impl Sampler {
-    fn start(pid: u32) -> Self {
+    pub fn start(pid: u32) -> Self {
         let (stop, rx) = mpsc::channel::<Instant>();
         let thread = std::thread::spawn(move || {
             let mut samples = Vec::new();
@@ -505,7 +505,7 @@ impl Sampler {
         Sampler { stop, thread }
     }
 
-    fn finish(self) -> Vec<(Instant, u64)> {
+    pub fn finish(self) -> Vec<(Instant, u64)> {
         let _ = self.stop.send(Instant::now());
         self.thread.join().unwrap_or_default()
     }
@@ -513,7 +513,7 @@ impl Sampler {
 
 fn run_one(variant: Variant, round: u32, args: &CompareArgs) -> anyhow::Result<Run> {
     let (connections, duration) = (args.connections(), args.duration());
-    let mut child = ServerChild::start(variant, args.threads, args.allocator)?;
+    let mut child = ServerChild::start(variant, args.threads, args.allocator, None)?;
     let sampler = Sampler::start(child.pid());
     let url = format!("http://{}/", child.addr);
     let target = Target::parse(&url)?;
@@ -631,7 +631,7 @@ fn slope(points: &[(f64, f64)]) -> f64 {
 }
 
 /// The median (mean of the middle two for an even count); 0 for none.
-fn median(mut xs: Vec<f64>) -> f64 {
+pub fn median(mut xs: Vec<f64>) -> f64 {
     if xs.is_empty() {
         return 0.0;
     }
@@ -921,7 +921,7 @@ pub fn render_table(
 }
 
 /// `GET /stats` from a server, parsed.
-fn get_stats(addr: SocketAddr) -> anyhow::Result<ServerStats> {
+pub fn get_stats(addr: SocketAddr) -> anyhow::Result<ServerStats> {
     let (status, body) = http_get(addr, "/stats")?;
     if status != 200 {
         bail!("GET /stats answered {status}");
@@ -953,7 +953,7 @@ pub fn http_get(addr: SocketAddr, path: &str) -> anyhow::Result<(u16, String)> {
     Ok((status, body.to_owned()))
 }
 
-fn machine() -> Machine {
+pub fn machine() -> Machine {
     let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
     let cpu_model = cpuinfo
         .lines()

@@ -7,6 +7,7 @@
 //! re-walking the live async graph; a generational collector reclaims them
 //! without that cost.
 
+mod ab;
 mod attack;
 mod chart;
 mod child;
@@ -52,6 +53,8 @@ enum Command {
     Load(load::LoadArgs),
     /// Run every mode side by side; print a table, write results.json and an SVG chart.
     Compare(compare::CompareArgs),
+    /// Two servers up at once, loaded in alternating short slices: B's CPU per request against A's, with a confidence interval.
+    Ab(ab::AbArgs),
 }
 
 /// Parses durations like `10s`, `500ms`, `1m`.
@@ -94,6 +97,7 @@ fn main() -> ExitCode {
         Command::Serve(args) => server::run(args),
         Command::Load(args) => load::run(args),
         Command::Compare(args) => compare::run(args),
+        Command::Ab(args) => ab::run(args),
     };
     log::flush(Duration::from_millis(200));
     match result {

@@ -71,3 +71,78 @@ fn compare_writes_results_and_chart() {
         "{ps}"
     );
 }
+
+/// `ab`: both servers up at once, alternating slices, ab.json with every
+/// pair and a verdict; arc-weak never collects, orc does.
+#[test]
+fn ab_alternates_slices_between_two_servers() {
+    let out_dir = tempfile::tempdir().unwrap();
+    let out = Command::new(common::EXE)
+        .args([
+            "ab",
+            "--a",
+            "arc-weak",
+            "--b",
+            "orc",
+            "--runtime",
+            "work-stealing",
+            "--pairs",
+            "3",
+            "--slice",
+            "300ms",
+            "--warmup",
+            "200ms",
+            "--connections",
+            "8",
+            "--out",
+        ])
+        .arg(out_dir.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("| A | arc-weak/ws |"), "{stdout}");
+    assert!(stdout.contains("| B | orc/ws |"), "{stdout}");
+    let results: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.path().join("ab.json")).unwrap())
+            .unwrap();
+    let pairs = results["pair_slices"].as_array().unwrap();
+    assert_eq!(pairs.len(), 3);
+    // ABBA: the second pair ran B first.
+    let b_first: Vec<bool> = pairs.iter().map(|p| p["b_first"] == true).collect();
+    assert_eq!(b_first, [false, true, false]);
+    for p in pairs {
+        for side in ["a", "b"] {
+            assert!(p[side]["requests"].as_u64().unwrap() > 0, "{p}");
+            assert!(p[side]["cpu_s"].as_f64().unwrap() > 0.0, "{p}");
+        }
+        assert_eq!(p["a"]["collector_cpu_s"].as_f64(), Some(0.0), "{p}");
+    }
+    assert_eq!(results["verdict"]["pairs"].as_u64(), Some(3));
+    assert!(results["verdict"]["cpu_ratio"].as_f64().unwrap() > 0.0);
+    for side in ["a", "b"] {
+        assert_eq!(results[side]["failures"].as_u64(), Some(0));
+        assert!(results[side]["peak_rss_bytes"].as_u64().unwrap() > 0);
+    }
+}
+
+/// `ab` refuses to compare a server with itself, and a missing executable.
+#[test]
+fn ab_needs_two_different_servers() {
+    for (args, message) in [
+        (&["ab", "--a", "orc", "--b", "orc"][..], "the same server"),
+        (
+            &["ab", "--b-exe", "/nonexistent/server-demo"],
+            "is not a file",
+        ),
+    ] {
+        let out = Command::new(common::EXE).args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(message), "{args:?}: {stderr}");
+    }
+}

@@ -119,6 +119,9 @@ fn bad_flags_print_usage() {
         &["load"],
         &["load", "--url", "http://127.0.0.1:1/", "--duration", "soon"],
         &["compare", "--repeat", "0"],
+        &["ab", "--pairs", "0"],
+        &["ab", "--slice", "soon"],
+        &["ab", "--b", "rc"],
         &["frobnicate"],
     ] {
         let out = Command::new(EXE).args(args).output().unwrap();
@@ -126,7 +129,7 @@ fn bad_flags_print_usage() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(stderr.contains("Usage"), "{args:?}: {stderr}");
     }
-    for sub in ["serve", "load", "compare"] {
+    for sub in ["serve", "load", "compare", "ab"] {
         let out = Command::new(EXE).args([sub, "--help"]).output().unwrap();
         assert!(out.status.success());
         assert!(String::from_utf8_lossy(&out.stdout).contains("Usage"));

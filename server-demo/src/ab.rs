@@ -1,0 +1,544 @@
+//! `ab`: two servers up at once, loaded in alternating short slices, for
+//! differences of a few per cent that `compare`'s rounds cannot resolve on
+//! a noisy machine.
+//!
+//! `compare` starts one server per run and loads it for a round's duration;
+//! two runs of a round are seconds to minutes apart, and a shared host's
+//! speed moves by 20–30 % over such spans. `ab` starts both servers (A and
+//! B: two modes, or one mode built twice, `--a-exe`/`--b-exe`), warms both
+//! up, then runs `--pairs` pairs of `--slice`-long loads, A then B in even
+//! pairs and B then A in odd ones (ABBA, so a steady drift favours neither).
+//! The idle server takes no CPU while the other is loaded. Around each slice
+//! it reads the loaded server's `/stats`: the server's own CPU time (user +
+//! system, the whole process) and the requests it answered, so a slice's
+//! CPU per request is the server's, not the load generator's.
+//!
+//! The result is the median over pairs of B's CPU per request over A's,
+//! with a distribution-free 95 % confidence interval (order statistics of
+//! the pairs' ratios: the median's interval needs no assumption about the
+//! noise's distribution) and a two-sided sign test of "B costs the same as
+//! A" (how many pairs B was cheaper in). Throughput and p99 ratios are
+//! medians over pairs as well. Memory is sampled through the whole run,
+//! idle stretches included, so only its peak and end are reported; RSS
+//! growth under steady load is `compare`'s.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{bail, Context as _};
+use clap::Args;
+use serde::{Deserialize, Serialize};
+
+use crate::child::ServerChild;
+use crate::compare::{get_stats, machine, median, Machine, Sampler};
+use crate::load::{self, Target};
+use crate::locked_alloc::Allocator;
+use crate::mode::{Defects, Mode, Runtime, Variant};
+
+const MIB: f64 = 1024.0 * 1024.0;
+
+/// Confidence of the median ratio's interval.
+const CONFIDENCE: f64 = 0.95;
+
+/// `server-demo ab`'s flags.
+#[derive(Args, Debug, Clone)]
+pub struct AbArgs {
+    /// A's mode (the reference of the ratios).
+    #[arg(long, value_enum, default_value = "arc-weak")]
+    pub a: Mode,
+    /// B's mode.
+    #[arg(long, value_enum, default_value = "orc")]
+    pub b: Mode,
+    /// The `server-demo` executable that serves A [default: this one], e.g.
+    /// the build of another commit, to measure a change of code.
+    #[arg(long)]
+    pub a_exe: Option<PathBuf>,
+    /// The `server-demo` executable that serves B [default: this one].
+    #[arg(long)]
+    pub b_exe: Option<PathBuf>,
+    /// The servers' runtime.
+    #[arg(long, value_enum, default_value = "work-stealing")]
+    pub runtime: Runtime,
+    /// Nim 1.6.12 defects of orc-nim16-faithful (as `compare`'s).
+    #[arg(long, default_value = "all", value_parser = Defects::parse)]
+    pub nim16_defects: Defects,
+    /// Server worker threads.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub threads: u16,
+    /// Load-generator connections.
+    #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub connections: u32,
+    /// Load-generator threads.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub load_threads: u16,
+    /// One slice of load, e.g. 2s.
+    #[arg(long, default_value = "2s", value_parser = crate::parse_duration)]
+    pub slice: Duration,
+    /// Pairs of slices (each loads A once and B once).
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub pairs: u32,
+    /// Load on each server before the first pair (heap and hubs settle).
+    #[arg(long, default_value = "3s", value_parser = crate::parse_duration)]
+    pub warmup: Duration,
+    /// The servers' allocator (both the same).
+    #[arg(long, value_enum, default_value = "system")]
+    pub allocator: Allocator,
+    /// Directory for ab.json.
+    #[arg(long, default_value = "target/ab")]
+    pub out: PathBuf,
+}
+
+/// One side (A or B) of the comparison.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Side {
+    /// `A` or `B`.
+    pub name: String,
+    /// The variant's label (`orc/ws`, ...).
+    pub label: String,
+    /// The executable, if not `ab`'s own.
+    pub exe: Option<PathBuf>,
+    /// Median of the slices' CPU per request, µs.
+    pub cpu_us_per_request: f64,
+    /// Median of the slices' req/s.
+    pub rps: f64,
+    /// Median of the slices' p99 latency, ms.
+    pub p99_ms: f64,
+    /// Collector CPU over server CPU, over all of this side's slices.
+    pub collector_share: f64,
+    /// Highest RSS sampled, bytes.
+    pub peak_rss_bytes: u64,
+    /// Last RSS sampled, bytes.
+    pub end_rss_bytes: u64,
+    /// Non-2xx responses and connection errors, over all slices.
+    pub failures: u64,
+}
+
+/// One slice of load on one server.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Slice {
+    /// Server CPU seconds during the slice.
+    pub cpu_s: f64,
+    /// Requests the server answered during the slice.
+    pub requests: u64,
+    /// Collector CPU seconds during the slice.
+    pub collector_cpu_s: f64,
+    /// The load generator's req/s.
+    pub rps: f64,
+    /// The load generator's p99 latency, ms.
+    pub p99_ms: f64,
+}
+
+impl Slice {
+    /// Server CPU per request, µs (0 if nothing was answered).
+    pub fn cpu_us_per_request(&self) -> f64 {
+        if self.requests == 0 {
+            0.0
+        } else {
+            self.cpu_s * 1e6 / self.requests as f64
+        }
+    }
+}
+
+/// One pair: A's slice and B's, adjacent in time.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Pair {
+    /// Whether B ran first (odd pairs).
+    pub b_first: bool,
+    /// A's slice.
+    pub a: Slice,
+    /// B's slice.
+    pub b: Slice,
+}
+
+/// The comparison: medians over pairs of B / A.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Verdict {
+    /// Pairs with a ratio (both slices answered requests).
+    pub pairs: usize,
+    /// Median over pairs of B's CPU per request / A's.
+    pub cpu_ratio: f64,
+    /// Its distribution-free confidence interval (none with too few pairs).
+    pub cpu_ratio_ci: Option<(f64, f64)>,
+    /// The interval's confidence.
+    pub confidence: f64,
+    /// Pairs in which B used less CPU per request than A.
+    pub b_cheaper: usize,
+    /// Two-sided sign test: the probability of a split at least this uneven
+    /// if B and A cost the same.
+    pub sign_test_p: f64,
+    /// Median over pairs of B's req/s / A's.
+    pub rps_ratio: f64,
+    /// Median over pairs of B's p99 / A's.
+    pub p99_ratio: f64,
+}
+
+/// Everything `ab.json` holds.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct AbResults {
+    /// Where it ran.
+    pub machine: Machine,
+    /// Runtime, connections, slice and pairs.
+    pub runtime: Runtime,
+    /// Load-generator connections.
+    pub connections: u32,
+    /// Seconds per slice.
+    pub slice_s: f64,
+    /// A.
+    pub a: Side,
+    /// B.
+    pub b: Side,
+    /// B against A.
+    pub verdict: Verdict,
+    /// Every pair, in order.
+    pub pair_slices: Vec<Pair>,
+}
+
+/// A running server of one side.
+struct Server {
+    child: ServerChild,
+    target: Target,
+    sampler: Option<Sampler>,
+}
+
+impl Server {
+    fn start(
+        variant: Variant,
+        exe: Option<&std::path::Path>,
+        args: &AbArgs,
+    ) -> anyhow::Result<Self> {
+        let child = ServerChild::start(variant, args.threads, args.allocator, exe)?;
+        let sampler = Some(Sampler::start(child.pid()));
+        let target = Target::parse(&format!("http://{}/", child.addr))?;
+        Ok(Server {
+            child,
+            target,
+            sampler,
+        })
+    }
+
+    /// Loads the server for `duration` and measures it.
+    fn slice(&self, args: &AbArgs, duration: Duration) -> anyhow::Result<(Slice, u64)> {
+        let before = get_stats(self.child.addr)?;
+        let report = load::load(&self.target, args.connections, args.load_threads, duration)?;
+        let after = get_stats(self.child.addr)?;
+        let slice = Slice {
+            cpu_s: (after.cpu_s - before.cpu_s).max(0.0),
+            requests: after.total.requests.saturating_sub(before.total.requests),
+            collector_cpu_s: (after.total.total_pause_cpu_s - before.total.total_pause_cpu_s)
+                .max(0.0),
+            rps: report.rps,
+            p99_ms: report.latency_p99_ms,
+        };
+        let failures = report.errors + (report.requests - report.ok().min(report.requests));
+        Ok((slice, failures))
+    }
+
+    /// Stops sampling and the server; (peak, last) RSS.
+    fn finish(mut self) -> (u64, u64) {
+        let samples = self.sampler.take().map(Sampler::finish).unwrap_or_default();
+        self.child.stop();
+        let peak = samples.iter().map(|&(_, b)| b).max().unwrap_or(0);
+        let end = samples.last().map_or(0, |&(_, b)| b);
+        (peak, end)
+    }
+}
+
+/// Runs `ab`.
+pub fn run(args: &AbArgs) -> anyhow::Result<()> {
+    if args.a == args.b && args.a_exe == args.b_exe {
+        bail!("A and B are the same server: give two modes (--a, --b) or two builds (--a-exe, --b-exe)");
+    }
+    for exe in [&args.a_exe, &args.b_exe].into_iter().flatten() {
+        if !exe.is_file() {
+            bail!("{} is not a file", exe.display());
+        }
+    }
+    let nofile = crate::compare::ensure_descriptors(args.connections)?;
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("cannot create the output directory {}", args.out.display()))?;
+    crate::child::install_interrupt_handler()?;
+    let machine = machine();
+    let variant = |mode| Variant::new(args.runtime, mode, args.nim16_defects);
+    let (va, vb) = (variant(args.a), variant(args.b));
+    let label = |v: Variant, exe: &Option<PathBuf>| match exe {
+        Some(exe) => format!("{} ({})", v.label(), exe.display()),
+        None => v.label(),
+    };
+    eprintln!(
+        "ab: A = {}, B = {} on {} CPUs ({}); server {} threads, load {} connections on {} threads; {} pairs of {:?} slices after {:?} warm-up each; RLIMIT_NOFILE {}",
+        label(va, &args.a_exe),
+        label(vb, &args.b_exe),
+        machine.cpus,
+        machine.cpu_model,
+        args.threads,
+        args.connections,
+        args.load_threads,
+        args.pairs,
+        args.slice,
+        args.warmup,
+        nofile.0,
+    );
+    let a = Server::start(va, args.a_exe.as_deref(), args)?;
+    let b = Server::start(vb, args.b_exe.as_deref(), args)?;
+    if !args.warmup.is_zero() {
+        a.slice(args, args.warmup)?;
+        b.slice(args, args.warmup)?;
+    }
+    let mut pairs = Vec::new();
+    let mut failures = (0, 0);
+    for i in 0..args.pairs {
+        let b_first = i % 2 == 1;
+        let (sa, sb) = if b_first {
+            let sb = b.slice(args, args.slice)?;
+            (a.slice(args, args.slice)?, sb)
+        } else {
+            let sa = a.slice(args, args.slice)?;
+            (sa, b.slice(args, args.slice)?)
+        };
+        failures.0 += sa.1;
+        failures.1 += sb.1;
+        let pair = Pair {
+            b_first,
+            a: sa.0,
+            b: sb.0,
+        };
+        eprintln!(
+            "[pair {:>3}/{}] {}  A {:>6.2} µs/req {:>7.0} req/s   B {:>6.2} µs/req {:>7.0} req/s   B/A {:.3}",
+            i + 1,
+            args.pairs,
+            if b_first { "BA" } else { "AB" },
+            pair.a.cpu_us_per_request(),
+            pair.a.rps,
+            pair.b.cpu_us_per_request(),
+            pair.b.rps,
+            pair.b.cpu_us_per_request() / pair.a.cpu_us_per_request().max(f64::MIN_POSITIVE),
+        );
+        pairs.push(pair);
+    }
+    let (a_rss, b_rss) = (a.finish(), b.finish());
+    let side = |name: &str,
+                v: Variant,
+                exe: &Option<PathBuf>,
+                pick: fn(&Pair) -> Slice,
+                rss: (u64, u64),
+                failures: u64| {
+        let slices: Vec<Slice> = pairs.iter().map(pick).collect();
+        let cpu: f64 = slices.iter().map(|s| s.cpu_s).sum();
+        let collector: f64 = slices.iter().map(|s| s.collector_cpu_s).sum();
+        Side {
+            name: name.to_owned(),
+            label: v.label(),
+            exe: exe.clone(),
+            cpu_us_per_request: median(slices.iter().map(Slice::cpu_us_per_request).collect()),
+            rps: median(slices.iter().map(|s| s.rps).collect()),
+            p99_ms: median(slices.iter().map(|s| s.p99_ms).collect()),
+            collector_share: if cpu > 0.0 {
+                (collector / cpu).clamp(0.0, 1.0)
+            } else {
+                0.0
+            },
+            peak_rss_bytes: rss.0,
+            end_rss_bytes: rss.1,
+            failures,
+        }
+    };
+    let results = AbResults {
+        machine,
+        runtime: args.runtime,
+        connections: args.connections,
+        slice_s: args.slice.as_secs_f64(),
+        a: side("A", va, &args.a_exe, |p| p.a, a_rss, failures.0),
+        b: side("B", vb, &args.b_exe, |p| p.b, b_rss, failures.1),
+        verdict: verdict(&pairs),
+        pair_slices: pairs,
+    };
+    println!("{}", render(&results));
+    let path = args.out.join("ab.json");
+    std::fs::write(&path, serde_json::to_string_pretty(&results)?)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    eprintln!("wrote {}", path.display());
+    Ok(())
+}
+
+/// B against A over `pairs` (pairs where either side answered nothing are
+/// left out).
+pub fn verdict(pairs: &[Pair]) -> Verdict {
+    let measured: Vec<&Pair> = pairs
+        .iter()
+        .filter(|p| p.a.requests > 0 && p.b.requests > 0 && p.a.cpu_s > 0.0)
+        .collect();
+    let mut cpu: Vec<f64> = measured
+        .iter()
+        .map(|p| p.b.cpu_us_per_request() / p.a.cpu_us_per_request())
+        .collect();
+    cpu.sort_by(f64::total_cmp);
+    let n = cpu.len();
+    let b_cheaper = cpu.iter().filter(|&&r| r < 1.0).count();
+    let ties = cpu.iter().filter(|&&r| r == 1.0).count();
+    let ratio = |f: fn(&Pair) -> (f64, f64)| {
+        median(
+            measured
+                .iter()
+                .map(|p| f(p))
+                .filter(|&(_, a)| a > 0.0)
+                .map(|(b, a)| b / a)
+                .collect(),
+        )
+    };
+    Verdict {
+        pairs: n,
+        cpu_ratio: median(cpu.clone()),
+        cpu_ratio_ci: median_interval(&cpu, CONFIDENCE),
+        confidence: CONFIDENCE,
+        b_cheaper,
+        sign_test_p: sign_test(b_cheaper, n - ties),
+        rps_ratio: ratio(|p| (p.b.rps, p.a.rps)),
+        p99_ratio: ratio(|p| (p.b.p99_ms, p.a.p99_ms)),
+    }
+}
+
+/// P(X ≤ k) for X ~ Binomial(n, 1/2).
+fn binomial_half_cdf(k: usize, n: usize) -> f64 {
+    // In logarithms: 2^-n underflows past n = 1074.
+    let ln_half_n = -(n as f64) * std::f64::consts::LN_2;
+    let mut ln_choose = 0.0; // ln C(n, 0)
+    let mut sum = 0.0;
+    for i in 0..=k.min(n) {
+        if i > 0 {
+            ln_choose += ((n - i + 1) as f64).ln() - (i as f64).ln();
+        }
+        sum += (ln_choose + ln_half_n).exp();
+    }
+    sum.min(1.0)
+}
+
+/// Two-sided sign test: the probability, if each of `n` pairs is equally
+/// likely to go either way, of a split at least as uneven as `below` of
+/// `n`.
+pub fn sign_test(below: usize, n: usize) -> f64 {
+    if n == 0 {
+        return 1.0;
+    }
+    let k = below.min(n - below);
+    (2.0 * binomial_half_cdf(k, n)).min(1.0)
+}
+
+/// The distribution-free interval for the median of the population that
+/// `sorted` (ascending) samples: `[x(l), x(n+1-l)]` for the largest `l`
+/// with P(Binomial(n, 1/2) < l) ≤ (1 − confidence) / 2; none when even
+/// the extremes do not reach the confidence (n < 6 at 95 %).
+pub fn median_interval(sorted: &[f64], confidence: f64) -> Option<(f64, f64)> {
+    let n = sorted.len();
+    let tail = (1.0 - confidence) / 2.0;
+    let l = (1..=n / 2)
+        .take_while(|&l| binomial_half_cdf(l - 1, n) <= tail)
+        .last()?;
+    Some((sorted[l - 1], sorted[n - l]))
+}
+
+/// The summary table.
+pub fn render(r: &AbResults) -> String {
+    let v = &r.verdict;
+    let mut out = format!(
+        "{} CPUs ({}); {}; {} connections; {} pairs of {:.1}-s slices, alternating AB / BA\n\n",
+        r.machine.cpus, r.machine.cpu_model, r.runtime, r.connections, v.pairs, r.slice_s
+    );
+    out.push_str("| side | server | CPU/request | req/s | p99 | collector CPU | peak RSS | RSS at end | failures |\n");
+    out.push_str("|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
+    for s in [&r.a, &r.b] {
+        let server = match &s.exe {
+            Some(exe) => format!("{} ({})", s.label, exe.display()),
+            None => s.label.clone(),
+        };
+        out.push_str(&format!(
+            "| {} | {} | {:.2} µs | {:.0} | {:.2} ms | {:.1} % | {:.1} MiB | {:.1} MiB | {} |\n",
+            s.name,
+            server,
+            s.cpu_us_per_request,
+            s.rps,
+            s.p99_ms,
+            s.collector_share * 100.0,
+            s.peak_rss_bytes as f64 / MIB,
+            s.end_rss_bytes as f64 / MIB,
+            s.failures
+        ));
+    }
+    let ci = match v.cpu_ratio_ci {
+        Some((lo, hi)) => format!("{:.0} % interval {lo:.3}–{hi:.3}", v.confidence * 100.0),
+        None => "too few pairs for an interval".to_owned(),
+    };
+    out.push_str(&format!(
+        "\nB/A, medians over pairs: CPU per request {:.3}× ({ci}); B cheaper in {} of {} pairs (sign test p = {:.3}); req/s {:.3}×; p99 {:.3}×",
+        v.cpu_ratio, v.b_cheaper, v.pairs, v.sign_test_p, v.rps_ratio, v.p99_ratio
+    ));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn binomial_tails_and_the_sign_test() {
+        assert!((binomial_half_cdf(0, 10) - 1.0 / 1024.0).abs() < 1e-12);
+        assert!((binomial_half_cdf(10, 10) - 1.0).abs() < 1e-12);
+        // P(X ≤ 5) for n = 20 is 21,700 / 2^20.
+        assert!((binomial_half_cdf(5, 20) - 21_700.0 / 1_048_576.0).abs() < 1e-12);
+        // Far past 2^-1074 without underflow: symmetric around n/2.
+        assert!((binomial_half_cdf(1000, 2000) - 0.5).abs() < 0.01);
+        assert!((sign_test(0, 10) - 2.0 / 1024.0).abs() < 1e-12);
+        assert_eq!(sign_test(10, 10), sign_test(0, 10));
+        assert_eq!(sign_test(5, 10), 1.0);
+        assert_eq!(sign_test(0, 0), 1.0);
+    }
+
+    #[test]
+    fn the_median_interval_takes_the_binomial_order_statistics() {
+        let xs: Vec<f64> = (1..=20).map(f64::from).collect();
+        // n = 20: P(X ≤ 5) = 0.0207 ≤ 0.025 < P(X ≤ 6): x(6) .. x(15).
+        assert_eq!(median_interval(&xs, 0.95), Some((6.0, 15.0)));
+        // n = 6: only the extremes, P(X ≤ 0) = 1/64 ≤ 0.025.
+        assert_eq!(median_interval(&xs[..6], 0.95), Some((1.0, 6.0)));
+        // n = 5: 1/32 > 0.025, no interval.
+        assert_eq!(median_interval(&xs[..5], 0.95), None);
+    }
+
+    fn slice(cpu_s: f64, requests: u64, rps: f64) -> Slice {
+        Slice {
+            cpu_s,
+            requests,
+            collector_cpu_s: 0.0,
+            rps,
+            p99_ms: 1.0,
+        }
+    }
+
+    #[test]
+    fn the_verdict_pairs_adjacent_slices_and_drops_empty_ones() {
+        // The machine's speed halves midway; within each pair B costs
+        // 1.1× A. A pair where A answered nothing is left out.
+        let mut pairs: Vec<Pair> = (0..8)
+            .map(|i| {
+                let speed = if i < 4 { 1.0 } else { 2.0 };
+                Pair {
+                    b_first: i % 2 == 1,
+                    a: slice(speed, 1_000_000, 100.0),
+                    b: slice(1.1 * speed, 1_000_000, 90.0),
+                }
+            })
+            .collect();
+        pairs.push(Pair {
+            b_first: false,
+            a: slice(1.0, 0, 0.0),
+            b: slice(1.0, 1000, 1.0),
+        });
+        let v = verdict(&pairs);
+        assert_eq!(v.pairs, 8);
+        assert!((v.cpu_ratio - 1.1).abs() < 1e-9);
+        assert_eq!(v.b_cheaper, 0);
+        assert!((v.sign_test_p - 2.0 / 256.0).abs() < 1e-12);
+        let (lo, hi) = v.cpu_ratio_ci.expect("8 pairs give an interval");
+        assert!((lo - 1.1).abs() < 1e-9 && (hi - 1.1).abs() < 1e-9);
+        assert!((v.rps_ratio - 0.9).abs() < 1e-9);
+    }
+}
