@@ -152,7 +152,7 @@
 //! 22 % fewer D1 misses per hub request, but 7 % more instructions and 21 %
 //! more D1 misses in the random operations, where a shorter interval lets
 //! fewer buffered objects die by counting before they are traced (the
-//! interval's floor is 256 now, with ripening: see *The allocator* in the
+//! interval's floor is 128 now, with ripening: see *The allocator* in the
 //! module docs);
 //! *tallying* the drops of handles between members in step 5 instead of
 //! decrementing (the freeing thread counts, per member, the handles to it

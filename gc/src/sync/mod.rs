@@ -273,7 +273,7 @@
 //! least the *interval*, which follows the yield of the collections (Nim's
 //! rule, process-wide): after a collection that freed less than half of
 //! what it traced the interval grows by half, up to 4096 roots; after one
-//! that freed at least half it halves, down to 256. A longer interval lets
+//! that freed at least half it halves, down to 128. A longer interval lets
 //! more buffered objects die by counting before they are judged (they cost
 //! no tracing) and traces an object decremented many times once: dumpster's
 //! random operations (whose minor collections find nearly everything live)
@@ -284,7 +284,7 @@
 //! garbage) keep the floor.
 //! Garbage a collection frees does not raise the threshold, so each thread
 //! leaves at most 4096 roots between collections. A mutator's automatic
-//! collection leaves the newest 128 of its roots in its buffer for the next
+//! collection leaves the newest 64 of its roots in its buffer for the next
 //! one (*ripening*, as the single-threaded collector does): an object
 //! decremented a moment ago is most often still in use (a request being
 //! built), and judged now it would be traced, promoted and, once dead, left
@@ -395,9 +395,10 @@
 //! glibc's share of that server's CPU is *below* careful ARC's (perf under
 //! `wrk -t1 -c256`: 10.9 against 13.2 %), while `sync::Gc`'s interval of
 //! 1024 roots a thread freed about 1,100 objects a time (16.7 against
-//! `arc-weak/ws`'s 11.4 %). Hence the interval's floor of 256 roots with
-//! ripening (see *Policies*; 545 objects per collection in 2-thread
-//! churn instead of 2,200). What it took: collections four times as
+//! `arc-weak/ws`'s 11.4 %). Hence a small floor for the interval, with
+//! ripening (see *Policies*): 256 roots from the fifteenth session (545
+//! objects per collection in 2-thread churn instead of 2,200), 128 with
+//! ripening 64 since the seventeenth (below). What it took: collections four times as
 //! frequent cost 2-thread cycle churn 19 % (142.4 → 169.1 ns per cycle, 6
 //! of 6 pairs) while the collector's buffers were shared behind the
 //! collector lock — each collection first fetched from the other core the
@@ -421,6 +422,26 @@
 //! +0.2 %, dumpster's random operations −0.4 %. An interval of 64 made 14
 //! times as many collections and cost the server CPU; ripening alone at
 //! 1024 changed nothing.
+//!
+//! The floor of 128 (ripening 64; the ceiling stays 4096) was measured with
+//! `server-demo ab`, which keeps two servers up and loads them in
+//! alternating half-second slices, so that a pair's two slices see the
+//! same host (seventeenth session, 2-vCPU AMD EPYC; `ab --a orc --b orc
+//! --a-exe OLD --b-exe NEW --pairs 160 --slice 500ms`, 256 connections):
+//! orc/ws's CPU per request 0.950× the floor of 256's (95 % interval
+//! 0.926–0.973, cheaper in 107 of 160 pairs; a first build, whose ceiling
+//! was 2048, 0.936×, 0.911–0.958), the collector's share of the server's
+//! CPU 10.1 → 8.8 %: a collection meets its objects about ten requests
+//! after their death instead of twenty, before the network stack's work has
+//! evicted them (the sixteenth session's cachegrind of the server: −23 %
+//! first-level and −90 % last-level misses). A floor of 64 (ripening 32)
+//! gained nothing more (0.990× the floor of 128, 0.967–1.027) and took a
+//! larger share (10.4 %). `sync_profile`, 40 alternating pairs of
+//! 2-thread cycle churn: 1.005× (cheaper in 17), 64: 0.961× (28); hub and
+//! 1-thread random operations within ±0.5 % (10 pairs). On the Intel Xeon
+//! of the sixteenth session, whose noise `compare`'s rounds could not see
+//! through, the same change had read 1.29× → 1.20× against careful `Arc`
+//! in 12 pairs, with 2-thread churn 2 % slower.
 //!
 //! # Why no crossbeam-epoch
 //!

@@ -54,7 +54,7 @@ static NIM_SHARED: core::sync::atomic::AtomicUsize =
 /// collections: bounds the garbage a thread leaves between collections when
 /// little is live, and the burst of frees a collection makes (see *The
 /// allocator* in the module docs).
-pub(crate) const ADAPTIVE_MIN: usize = 256;
+pub(crate) const ADAPTIVE_MIN: usize = 128;
 
 /// How many of its newest roots a mutator's automatic collection
 /// ([`Kind::Local`]) leaves in its buffer for the next one (*ripening*, as
@@ -66,12 +66,12 @@ pub(crate) const ADAPTIVE_MIN: usize = 256;
 /// interval, it is usually garbage by then, or freed by counting. Other
 /// collections ([`collect`](super::collect), `collect_minor`, the collector
 /// thread's) take every root.
-pub(crate) const RIPEN: usize = 128;
+pub(crate) const RIPEN: usize = 64;
 
 /// The Adaptive interval grows at most to this multiple of [`ADAPTIVE_MIN`]
 /// (so a thread leaves at most 4096 roots, and waits for a running
 /// collection at 16384; see [`PACE`]).
-const ADAPTIVE_MAX_FACTOR: usize = 16;
+const ADAPTIVE_MAX_FACTOR: usize = 32;
 
 /// The most roots per thread that the wasted work of the last collection
 /// (the objects it traced, found live and promoted) makes the next one wait
