@@ -431,7 +431,7 @@
 //! orc/ws's CPU per request 0.950× the floor of 256's (95 % interval
 //! 0.926–0.973, cheaper in 107 of 160 pairs; a first build, whose ceiling
 //! was 2048, 0.936×, 0.911–0.958), the collector's share of the server's
-//! CPU 10.1 → 8.8 %: a collection meets its objects about ten requests
+//! CPU 9.8 → 8.8 %: a collection meets its objects about ten requests
 //! after their death instead of twenty, before the network stack's work has
 //! evicted them (the sixteenth session's cachegrind of the server: −23 %
 //! first-level and −90 % last-level misses). A floor of 64 (ripening 32)
