@@ -30,12 +30,10 @@ use clap::Args;
 use serde::{Deserialize, Serialize};
 
 use crate::child::ServerChild;
-use crate::compare::{get_stats, machine, median, Machine, Sampler};
+use crate::compare::{get_stats, machine, median, Machine, Sampler, MIB};
 use crate::load::{self, Target};
 use crate::locked_alloc::Allocator;
 use crate::mode::{Defects, Mode, Runtime, Variant};
-
-const MIB: f64 = 1024.0 * 1024.0;
 
 /// Confidence of the median ratio's interval.
 const CONFIDENCE: f64 = 0.95;
@@ -126,6 +124,8 @@ pub struct Slice {
     pub rps: f64,
     /// The load generator's p99 latency, ms.
     pub p99_ms: f64,
+    /// Non-2xx responses and connection errors.
+    pub failures: u64,
 }
 
 impl Slice {
@@ -197,7 +197,7 @@ pub struct AbResults {
 struct Server {
     child: ServerChild,
     target: Target,
-    sampler: Option<Sampler>,
+    sampler: Sampler,
 }
 
 impl Server {
@@ -207,7 +207,7 @@ impl Server {
         args: &AbArgs,
     ) -> anyhow::Result<Self> {
         let child = ServerChild::start(variant, args.threads, args.allocator, exe)?;
-        let sampler = Some(Sampler::start(child.pid()));
+        let sampler = Sampler::start(child.pid());
         let target = Target::parse(&format!("http://{}/", child.addr))?;
         Ok(Server {
             child,
@@ -217,26 +217,28 @@ impl Server {
     }
 
     /// Loads the server for `duration` and measures it.
-    fn slice(&self, args: &AbArgs, duration: Duration) -> anyhow::Result<(Slice, u64)> {
+    fn slice(&self, args: &AbArgs, duration: Duration) -> anyhow::Result<Slice> {
         let before = get_stats(self.child.addr)?;
         let report = load::load(&self.target, args.connections, args.load_threads, duration)?;
         let after = get_stats(self.child.addr)?;
-        let slice = Slice {
+        Ok(Slice {
             cpu_s: (after.cpu_s - before.cpu_s).max(0.0),
             requests: after.total.requests.saturating_sub(before.total.requests),
             collector_cpu_s: (after.total.total_pause_cpu_s - before.total.total_pause_cpu_s)
                 .max(0.0),
             rps: report.rps,
             p99_ms: report.latency_p99_ms,
-        };
-        let failures = report.errors + (report.requests - report.ok().min(report.requests));
-        Ok((slice, failures))
+            failures: report.errors + report.requests.saturating_sub(report.ok()),
+        })
     }
 
     /// Stops sampling and the server; (peak, last) RSS.
-    fn finish(mut self) -> (u64, u64) {
-        let samples = self.sampler.take().map(Sampler::finish).unwrap_or_default();
-        self.child.stop();
+    fn finish(self) -> (u64, u64) {
+        let Server {
+            mut child, sampler, ..
+        } = self;
+        let samples = sampler.finish();
+        child.stop();
         let peak = samples.iter().map(|&(_, b)| b).max().unwrap_or(0);
         let end = samples.last().map_or(0, |&(_, b)| b);
         (peak, end)
@@ -260,10 +262,7 @@ pub fn run(args: &AbArgs) -> anyhow::Result<()> {
     let machine = machine();
     let variant = |mode| Variant::new(args.runtime, mode, args.nim16_defects);
     let (va, vb) = (variant(args.a), variant(args.b));
-    let label = |v: Variant, exe: &Option<PathBuf>| match exe {
-        Some(exe) => format!("{} ({})", v.label(), exe.display()),
-        None => v.label(),
-    };
+    let label = |v: Variant, exe: &Option<PathBuf>| server_label(&v.label(), exe);
     eprintln!(
         "ab: A = {}, B = {} on {} CPUs ({}); server {} threads, load {} connections on {} threads; {} pairs of {:?} slices after {:?} warm-up each; RLIMIT_NOFILE {}",
         label(va, &args.a_exe),
@@ -285,22 +284,22 @@ pub fn run(args: &AbArgs) -> anyhow::Result<()> {
         b.slice(args, args.warmup)?;
     }
     let mut pairs = Vec::new();
-    let mut failures = (0, 0);
     for i in 0..args.pairs {
         let b_first = i % 2 == 1;
-        let (sa, sb) = if b_first {
-            let sb = b.slice(args, args.slice)?;
-            (a.slice(args, args.slice)?, sb)
+        let pair = if b_first {
+            let b = b.slice(args, args.slice)?;
+            Pair {
+                b_first,
+                a: a.slice(args, args.slice)?,
+                b,
+            }
         } else {
-            let sa = a.slice(args, args.slice)?;
-            (sa, b.slice(args, args.slice)?)
-        };
-        failures.0 += sa.1;
-        failures.1 += sb.1;
-        let pair = Pair {
-            b_first,
-            a: sa.0,
-            b: sb.0,
+            let a = a.slice(args, args.slice)?;
+            Pair {
+                b_first,
+                a,
+                b: b.slice(args, args.slice)?,
+            }
         };
         eprintln!(
             "[pair {:>3}/{}] {}  A {:>6.2} µs/req {:>7.0} req/s   B {:>6.2} µs/req {:>7.0} req/s   B/A {:.3}",
@@ -316,39 +315,13 @@ pub fn run(args: &AbArgs) -> anyhow::Result<()> {
         pairs.push(pair);
     }
     let (a_rss, b_rss) = (a.finish(), b.finish());
-    let side = |name: &str,
-                v: Variant,
-                exe: &Option<PathBuf>,
-                pick: fn(&Pair) -> Slice,
-                rss: (u64, u64),
-                failures: u64| {
-        let slices: Vec<Slice> = pairs.iter().map(pick).collect();
-        let cpu: f64 = slices.iter().map(|s| s.cpu_s).sum();
-        let collector: f64 = slices.iter().map(|s| s.collector_cpu_s).sum();
-        Side {
-            name: name.to_owned(),
-            label: v.label(),
-            exe: exe.clone(),
-            cpu_us_per_request: median(slices.iter().map(Slice::cpu_us_per_request).collect()),
-            rps: median(slices.iter().map(|s| s.rps).collect()),
-            p99_ms: median(slices.iter().map(|s| s.p99_ms).collect()),
-            collector_share: if cpu > 0.0 {
-                (collector / cpu).clamp(0.0, 1.0)
-            } else {
-                0.0
-            },
-            peak_rss_bytes: rss.0,
-            end_rss_bytes: rss.1,
-            failures,
-        }
-    };
     let results = AbResults {
         machine,
         runtime: args.runtime,
         connections: args.connections,
         slice_s: args.slice.as_secs_f64(),
-        a: side("A", va, &args.a_exe, |p| p.a, a_rss, failures.0),
-        b: side("B", vb, &args.b_exe, |p| p.b, b_rss, failures.1),
+        a: side("A", va, &args.a_exe, pairs.iter().map(|p| p.a), a_rss),
+        b: side("B", vb, &args.b_exe, pairs.iter().map(|p| p.b), b_rss),
         verdict: verdict(&pairs),
         pair_slices: pairs,
     };
@@ -358,6 +331,43 @@ pub fn run(args: &AbArgs) -> anyhow::Result<()> {
         .with_context(|| format!("cannot write {}", path.display()))?;
     eprintln!("wrote {}", path.display());
     Ok(())
+}
+
+/// One side's summary over its slices; `rss` is (peak, last).
+fn side(
+    name: &str,
+    variant: Variant,
+    exe: &Option<PathBuf>,
+    slices: impl Iterator<Item = Slice>,
+    rss: (u64, u64),
+) -> Side {
+    let slices: Vec<Slice> = slices.collect();
+    let cpu: f64 = slices.iter().map(|s| s.cpu_s).sum();
+    let collector: f64 = slices.iter().map(|s| s.collector_cpu_s).sum();
+    Side {
+        name: name.to_owned(),
+        label: variant.label(),
+        exe: exe.clone(),
+        cpu_us_per_request: median(slices.iter().map(Slice::cpu_us_per_request).collect()),
+        rps: median(slices.iter().map(|s| s.rps).collect()),
+        p99_ms: median(slices.iter().map(|s| s.p99_ms).collect()),
+        collector_share: if cpu > 0.0 {
+            (collector / cpu).clamp(0.0, 1.0)
+        } else {
+            0.0
+        },
+        peak_rss_bytes: rss.0,
+        end_rss_bytes: rss.1,
+        failures: slices.iter().map(|s| s.failures).sum(),
+    }
+}
+
+/// `label`, followed by the executable in parentheses if it is not `ab`'s own.
+fn server_label(label: &str, exe: &Option<PathBuf>) -> String {
+    match exe {
+        Some(exe) => format!("{label} ({})", exe.display()),
+        None => label.to_owned(),
+    }
 }
 
 /// B against A over `pairs` (pairs where either side answered nothing are
@@ -446,10 +456,7 @@ pub fn render(r: &AbResults) -> String {
     out.push_str("| side | server | CPU/request | req/s | p99 | collector CPU | peak RSS | RSS at end | failures |\n");
     out.push_str("|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
     for s in [&r.a, &r.b] {
-        let server = match &s.exe {
-            Some(exe) => format!("{} ({})", s.label, exe.display()),
-            None => s.label.clone(),
-        };
+        let server = server_label(&s.label, &s.exe);
         out.push_str(&format!(
             "| {} | {} | {:.2} µs | {:.0} | {:.2} ms | {:.1} % | {:.1} MiB | {:.1} MiB | {} |\n",
             s.name,
@@ -510,6 +517,7 @@ mod tests {
             collector_cpu_s: 0.0,
             rps,
             p99_ms: 1.0,
+            failures: 0,
         }
     }
 

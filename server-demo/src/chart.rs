@@ -8,10 +8,8 @@ use std::path::Path;
 use anyhow::anyhow;
 use plotters::prelude::*;
 
-use crate::compare::Results;
+use crate::compare::{Results, MIB};
 use crate::mode::{Defects, Mode, Runtime};
-
-const MIB: f64 = 1024.0 * 1024.0;
 
 fn colour(mode: Mode, defects: Defects, runtime: Runtime) -> RGBColor {
     let RGBColor(r, g, b) = match mode {

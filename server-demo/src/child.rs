@@ -3,7 +3,7 @@
 //! Three layers make sure of that: [`ServerChild`]'s `Drop` terminates and
 //! reaps the child on every normal or error path; [`install_interrupt_handler`]
 //! terminates the running children on Ctrl-C / SIGTERM before the parent exits;
-//! and the child asks the kernel for SIGTERM when `compare` dies in any other
+//! and the child asks the kernel for SIGTERM when its parent dies in any other
 //! way (`PR_SET_PDEATHSIG`, set between fork and exec).
 
 use std::io::{BufRead, BufReader, Read};

@@ -46,7 +46,8 @@ use crate::stats::ServerStats;
 /// RSS sampling interval.
 pub const SAMPLE_EVERY: Duration = Duration::from_millis(250);
 
-const MIB: f64 = 1024.0 * 1024.0;
+/// Bytes per MiB.
+pub const MIB: f64 = 1024.0 * 1024.0;
 
 /// The load of a named setup.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
