@@ -372,9 +372,10 @@
 //!
 //! # The allocator
 //!
-//! A collection frees its garbage in one burst. The objects' own memory
-//! goes to the freeing thread's deferred frees and the next allocations of
-//! the same layout reuse it (`header.rs`, *Recycling*), but the buffers the
+//! A collection frees its garbage in one burst, and its drain the objects
+//! that died by counting while buffered. The objects' own memory goes to
+//! the freeing thread's deferred frees and the next allocations of the
+//! same layout reuse it (`header.rs`, *Recycling*), but the buffers the
 //! values own (vectors, strings, boxes) go back to the global allocator
 //! hundreds at a time. glibc's per-thread cache holds 7 chunks of each
 //! size: the rest goes to its slower bins, the next allocations take the

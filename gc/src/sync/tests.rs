@@ -139,6 +139,20 @@ fn collected_memory_is_recycled_until_an_explicit_collection() {
     let before = crate::collector::deferred();
     drop(c);
     assert_eq!(crate::collector::deferred(), before);
+    // Unless a buffer entry kept it: an object that died by counting while
+    // buffered is freed by the drain, into the list.
+    let d = node(&drops);
+    let dead = Gc::as_ptr(&d) as usize;
+    let before = crate::collector::deferred();
+    drop(d.clone()); // buffered
+    drop(d); // dies by counting; the entry keeps the memory
+    assert_eq!(drops.load(SeqCst), 4);
+    assert_eq!(crate::collector::deferred(), before);
+    super::collect_minor();
+    assert_eq!(crate::collector::deferred(), before + 1);
+    let e = node(&drops);
+    assert_eq!(Gc::as_ptr(&e) as usize, dead, "the newest recycled block");
+    drop(e);
     collect();
     assert_eq!(crate::collector::deferred(), 0);
 }
