@@ -199,7 +199,12 @@
 //! the hub (349.0 → 348.0 ns, 12 pairs), dumpster's random operations
 //! (22.95 → 22.6 ms, 10 pairs) and the server's orc/ws CPU ratio (4 pairs:
 //! 1.23, 1.30, 1.37, 1.36 before, 1.22, 1.32, 1.33, 1.34 after; collector
-//! share 11.0 → 10.8 %) did not move beyond their noise. Full collections
+//! share 11.0 → 10.8 %) did not move beyond their noise. With the
+//! interval's floor of 128 roots (eighteenth session, 2-vCPU AMD EPYC,
+//! `server-demo ab --a orc --b orc`, 160 pairs of half-second slices),
+//! groups of 64 cost the work-stealing server 4.9 % more CPU per request
+//! (95 % interval 1.027–1.072) and groups of 256 1.7 % (0.983–1.049, not
+//! significant): 128 stays. Full collections
 //! judge all their roots at once: grouped, they re-traced a live structure
 //! reachable from many groups once per group (the hub's 10k nodes: 3× the
 //! instructions). The misses left are not what holds the hub back:

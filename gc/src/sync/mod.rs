@@ -442,7 +442,9 @@
 //! 1-thread random operations within ±0.5 % (10 pairs). On the Intel Xeon
 //! of the sixteenth session, whose noise `compare`'s rounds could not see
 //! through, the same change had read 1.29× → 1.20× against careful `Arc`
-//! in 12 pairs, with 2-thread churn 2 % slower.
+//! in 12 pairs, with 2-thread churn 2 % slower. Ripening 128 with the floor
+//! of 128 (eighteenth session, the same `ab`): 0.985× (0.965–1.008, cheaper
+//! in 87 of 160), within the noise; kept at 64.
 //!
 //! # Why no crossbeam-epoch
 //!
