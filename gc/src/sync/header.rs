@@ -60,7 +60,7 @@
 //! dumpster's random operations most drained entries are such objects
 //! (about 25,000 per 250,000 operations). Recycling them cut that
 //! workload's instructions by 5.5 % (callgrind, 1 thread; glibc's
-//! `_int_malloc`, `_int_free` and `malloc_consolidate` by 3.9 M of 4.9 M)
+//! `_int_malloc`, `_int_free` and `malloc_consolidate` by 4.1 M of 4.9 M)
 //! and its time by 3 % (`sync_profile`, median of 200 alternating pairs,
 //! cheaper in 124), and the work-stealing server's CPU per request by
 //! 4.5 % (`server-demo ab`, 160 pairs, 95 % interval 0.932–0.986).
