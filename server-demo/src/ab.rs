@@ -286,20 +286,17 @@ pub fn run(args: &AbArgs) -> anyhow::Result<()> {
     let mut pairs = Vec::new();
     for i in 0..args.pairs {
         let b_first = i % 2 == 1;
-        let pair = if b_first {
-            let b = b.slice(args, args.slice)?;
-            Pair {
-                b_first,
-                a: a.slice(args, args.slice)?,
-                b,
-            }
+        let (sa, sb) = if b_first {
+            let sb = b.slice(args, args.slice)?;
+            (a.slice(args, args.slice)?, sb)
         } else {
-            let a = a.slice(args, args.slice)?;
-            Pair {
-                b_first,
-                a,
-                b: b.slice(args, args.slice)?,
-            }
+            let sa = a.slice(args, args.slice)?;
+            (sa, b.slice(args, args.slice)?)
+        };
+        let pair = Pair {
+            b_first,
+            a: sa,
+            b: sb,
         };
         eprintln!(
             "[pair {:>3}/{}] {}  A {:>6.2} µs/req {:>7.0} req/s   B {:>6.2} µs/req {:>7.0} req/s   B/A {:.3}",
