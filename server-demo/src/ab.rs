@@ -30,7 +30,9 @@ use clap::Args;
 use serde::{Deserialize, Serialize};
 
 use crate::child::ServerChild;
-use crate::compare::{get_stats, machine, median, Machine, Sampler, MIB};
+use paired::{median, median_interval, sign_test};
+
+use crate::compare::{get_stats, machine, Machine, Sampler, MIB};
 use crate::load::{self, Target};
 use crate::locked_alloc::Allocator;
 use crate::mode::{Defects, Mode, Runtime, Variant};
@@ -404,45 +406,6 @@ pub fn verdict(pairs: &[Pair]) -> Verdict {
     }
 }
 
-/// P(X ≤ k) for X ~ Binomial(n, 1/2).
-fn binomial_half_cdf(k: usize, n: usize) -> f64 {
-    // In logarithms: 2^-n underflows past n = 1074.
-    let ln_half_n = -(n as f64) * std::f64::consts::LN_2;
-    let mut ln_choose = 0.0; // ln C(n, 0)
-    let mut sum = 0.0;
-    for i in 0..=k.min(n) {
-        if i > 0 {
-            ln_choose += ((n - i + 1) as f64).ln() - (i as f64).ln();
-        }
-        sum += (ln_choose + ln_half_n).exp();
-    }
-    sum.min(1.0)
-}
-
-/// Two-sided sign test: the probability, if each of `n` pairs is equally
-/// likely to go either way, of a split at least as uneven as `below` of
-/// `n`.
-pub fn sign_test(below: usize, n: usize) -> f64 {
-    if n == 0 {
-        return 1.0;
-    }
-    let k = below.min(n - below);
-    (2.0 * binomial_half_cdf(k, n)).min(1.0)
-}
-
-/// The distribution-free interval for the median of the population that
-/// `sorted` (ascending) samples: `[x(l), x(n+1-l)]` for the largest `l`
-/// with P(Binomial(n, 1/2) < l) ≤ (1 − confidence) / 2; none when even
-/// the extremes do not reach the confidence (n < 6 at 95 %).
-pub fn median_interval(sorted: &[f64], confidence: f64) -> Option<(f64, f64)> {
-    let n = sorted.len();
-    let tail = (1.0 - confidence) / 2.0;
-    let l = (1..=n / 2)
-        .take_while(|&l| binomial_half_cdf(l - 1, n) <= tail)
-        .last()?;
-    Some((sorted[l - 1], sorted[n - l]))
-}
-
 /// The summary table.
 pub fn render(r: &AbResults) -> String {
     let v = &r.verdict;
@@ -481,31 +444,6 @@ pub fn render(r: &AbResults) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn binomial_tails_and_the_sign_test() {
-        assert!((binomial_half_cdf(0, 10) - 1.0 / 1024.0).abs() < 1e-12);
-        assert!((binomial_half_cdf(10, 10) - 1.0).abs() < 1e-12);
-        // P(X ≤ 5) for n = 20 is 21,700 / 2^20.
-        assert!((binomial_half_cdf(5, 20) - 21_700.0 / 1_048_576.0).abs() < 1e-12);
-        // Far past 2^-1074 without underflow: symmetric around n/2.
-        assert!((binomial_half_cdf(1000, 2000) - 0.5).abs() < 0.01);
-        assert!((sign_test(0, 10) - 2.0 / 1024.0).abs() < 1e-12);
-        assert_eq!(sign_test(10, 10), sign_test(0, 10));
-        assert_eq!(sign_test(5, 10), 1.0);
-        assert_eq!(sign_test(0, 0), 1.0);
-    }
-
-    #[test]
-    fn the_median_interval_takes_the_binomial_order_statistics() {
-        let xs: Vec<f64> = (1..=20).map(f64::from).collect();
-        // n = 20: P(X ≤ 5) = 0.0207 ≤ 0.025 < P(X ≤ 6): x(6) .. x(15).
-        assert_eq!(median_interval(&xs, 0.95), Some((6.0, 15.0)));
-        // n = 6: only the extremes, P(X ≤ 0) = 1/64 ≤ 0.025.
-        assert_eq!(median_interval(&xs[..6], 0.95), Some((1.0, 6.0)));
-        // n = 5: 1/32 > 0.025, no interval.
-        assert_eq!(median_interval(&xs[..5], 0.95), None);
-    }
 
     fn slice(cpu_s: f64, requests: u64, rps: f64) -> Slice {
         Slice {

@@ -35,6 +35,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _};
 use clap::Args;
+use paired::median;
 use serde::{Deserialize, Serialize};
 
 use crate::child::ServerChild;
@@ -631,20 +632,6 @@ fn slope(points: &[(f64, f64)]) -> f64 {
     }
 }
 
-/// The median (mean of the middle two for an even count); 0 for none.
-pub fn median(mut xs: Vec<f64>) -> f64 {
-    if xs.is_empty() {
-        return 0.0;
-    }
-    xs.sort_by(f64::total_cmp);
-    let n = xs.len();
-    if n % 2 == 1 {
-        xs[n / 2]
-    } else {
-        (xs[n / 2 - 1] + xs[n / 2]) / 2.0
-    }
-}
-
 fn summarize(variants: &[Variant], runs: &[Run]) -> Vec<Summary> {
     let mut out: Vec<Summary> = variants
         .iter()
@@ -984,10 +971,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn median_and_slope() {
-        assert_eq!(median(vec![]), 0.0);
-        assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
-        assert_eq!(median(vec![4.0, 1.0, 2.0, 3.0]), 2.5);
+    fn slope_of_a_line() {
         assert_eq!(slope(&[(0.0, 1.0)]), 0.0);
         let line: Vec<(f64, f64)> = (0..10).map(|i| (i as f64, 3.0 * i as f64 + 1.0)).collect();
         assert!((slope(&line) - 3.0).abs() < 1e-12);
