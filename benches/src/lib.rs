@@ -6,6 +6,8 @@
 //! - [`workloads`]: each workload written once, generic over the adapters.
 //! - [`live`] and [`check`]: the untimed check run before each benchmark that
 //!   counts the nodes left alive and catches panics.
+//! - [`memory`]: keeps freed memory in the process (leaking baselines would
+//!   otherwise measure their page faults).
 //! - [`suite`]: what `benches/suite.rs` runs, and the table layout shared with
 //!   the `report` binary that writes `BENCHMARKS.md`.
 //!
@@ -19,6 +21,7 @@ extern crate rust_gc as gc;
 pub mod check;
 pub mod heap;
 pub mod live;
+pub mod memory;
 pub mod ptr;
 pub mod suite;
 pub mod workloads;

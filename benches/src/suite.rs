@@ -283,8 +283,10 @@ impl<'a> Entry<'a> {
 
 impl Suite {
     /// Criterion with the suite's modest defaults (10 samples, 0.5 s warm-up),
-    /// overridable from the command line.
+    /// overridable from the command line; freed memory stays in the process
+    /// ([`crate::memory`]).
     pub fn new() -> Self {
+        crate::memory::keep_freed_memory();
         let c = Criterion::default()
             .sample_size(10)
             .warm_up_time(Duration::from_millis(500))

@@ -16,7 +16,9 @@
 //! `recycler-sync-gc`, `recycler-sync-gc-thread`, `arc-leak`, and for the
 //! hub `arc`, for the churn `arc-weak` (a `Weak` back edge: the request or
 //! cycle freed by counting, what freeing costs without a collector). Prints the nodes left alive at the
-//! end (0 for the collectors).
+//! end (0 for the collectors). Freed memory stays in the process
+//! (`benches::memory`), so that a leaking pointer's warm runs do not
+//! page-fault.
 
 use benches::heap::{Heap, SyncHeap};
 use benches::live;
@@ -126,6 +128,7 @@ fn random_run<H: SyncHeap>(threads: usize, ops: usize, repeat: usize) {
 }
 
 fn main() {
+    benches::memory::keep_freed_memory();
     let args: Vec<String> = std::env::args().skip(1).collect();
     let (work, ptr, a, b, repeat) = match &args[..] {
         [work, ptr, a, b] => (work, ptr, a, b, "1"),
