@@ -190,6 +190,46 @@ impl Measurement {
     }
 }
 
+/// The machine the numbers come from (recorded with every comparison:
+/// ratios carry between runs on one machine only).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Machine {
+    /// CPUs available to this process.
+    pub cpus: usize,
+    /// `model name` from /proc/cpuinfo.
+    pub cpu_model: String,
+    /// Kernel release.
+    pub kernel: String,
+    /// Total memory, MiB.
+    pub memory_mib: u64,
+}
+
+/// This machine, from `/proc` (fields it cannot read say "unknown", or 0).
+pub fn machine() -> Machine {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let cpu_model = cpuinfo
+        .lines()
+        .find_map(|l| l.strip_prefix("model name"))
+        .and_then(|l| l.split_once(':'))
+        .map_or("unknown CPU".to_owned(), |(_, m)| m.trim().to_owned());
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .map_or("unknown".to_owned(), |s| s.trim().to_owned());
+    let memory_mib = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            m.lines()
+                .find_map(|l| l.strip_prefix("MemTotal:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        })
+        .map_or(0, |kb| kb / 1024);
+    Machine {
+        cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        cpu_model,
+        kernel,
+        memory_mib,
+    }
+}
+
 /// `x` for a reader: a time in seconds with the unit that suits it, else
 /// the plain number.
 ///

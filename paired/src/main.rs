@@ -20,7 +20,7 @@ use anyhow::{bail, Context as _};
 use clap::Parser;
 use serde::Serialize;
 
-use paired::{human, verdict, Measurement, Verdict, TIME};
+use paired::{human, machine, verdict, Machine, Measurement, Verdict, TIME};
 
 /// Runs commands A and B in alternating pairs (A B, B A, …) and reports the
 /// median of the pairs' ratios B/A with its distribution-free interval.
@@ -76,6 +76,9 @@ struct Pair {
 /// The JSON record of a comparison.
 #[derive(Debug, Serialize)]
 struct Report<'a> {
+    machine: Machine,
+    /// When the comparison ended, seconds since the Unix epoch.
+    finished_unix_s: u64,
     a: &'a str,
     b: &'a str,
     pattern: &'a str,
@@ -147,6 +150,10 @@ fn run(args: &Args) -> anyhow::Result<()> {
     );
     if let Some(path) = &args.out {
         let report = Report {
+            machine: machine(),
+            finished_unix_s: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs()),
             a: &args.a,
             b: &args.b,
             pattern: &args.pattern,

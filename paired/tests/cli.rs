@@ -34,6 +34,8 @@ fn reports_the_median_ratio_and_writes_every_pair() {
     assert!(stdout.contains("B lower in 0"), "{stdout}");
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert!(json["machine"]["cpus"].as_u64().unwrap() >= 1);
+    assert!(json["finished_unix_s"].as_u64().unwrap() > 1_700_000_000);
     let pairs = json["pairs"].as_array().unwrap();
     assert_eq!(pairs.len(), 6);
     // Alternating order: A first in even pairs, B first in odd ones.

@@ -35,7 +35,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _};
 use clap::Args;
-use paired::median;
+pub use paired::{machine, median, Machine};
 use serde::{Deserialize, Serialize};
 
 use crate::child::ServerChild;
@@ -290,19 +290,6 @@ pub struct Summary {
     pub errors: u64,
     /// Non-2xx responses over all runs.
     pub non_2xx: u64,
-}
-
-/// The machine the numbers come from.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Machine {
-    /// CPUs available to this process.
-    pub cpus: usize,
-    /// `model name` from /proc/cpuinfo.
-    pub cpu_model: String,
-    /// Kernel release.
-    pub kernel: String,
-    /// Total memory, MiB.
-    pub memory_mib: u64,
 }
 
 /// Everything `results.json` holds.
@@ -939,31 +926,6 @@ pub fn http_get(addr: SocketAddr, path: &str) -> anyhow::Result<(u16, String)> {
         .and_then(|s| s.parse().ok())
         .with_context(|| format!("bad status line in {head:?}"))?;
     Ok((status, body.to_owned()))
-}
-
-pub fn machine() -> Machine {
-    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    let cpu_model = cpuinfo
-        .lines()
-        .find_map(|l| l.strip_prefix("model name"))
-        .and_then(|l| l.split_once(':'))
-        .map_or("unknown CPU".to_owned(), |(_, m)| m.trim().to_owned());
-    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
-        .map_or("unknown".to_owned(), |s| s.trim().to_owned());
-    let memory_mib = std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|m| {
-            m.lines()
-                .find_map(|l| l.strip_prefix("MemTotal:"))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        })
-        .map_or(0, |kb| kb / 1024);
-    Machine {
-        cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
-        cpu_model,
-        kernel,
-        memory_mib,
-    }
 }
 
 #[cfg(test)]
