@@ -160,6 +160,11 @@ impl Measurement {
         Ok(Measurement { pattern })
     }
 
+    /// The pattern.
+    pub fn as_str(&self) -> &str {
+        self.pattern.as_str()
+    }
+
     /// Whether measurements are times in seconds (the pattern has a unit
     /// group).
     pub fn is_time(&self) -> bool {

@@ -39,19 +39,14 @@ struct Args {
     /// Regular expression whose first match in a run's output is its
     /// measurement: capture group 1 the number, group 2 (optional) a unit
     /// of time (ns, µs, us, ms, s).
-    #[arg(long, default_value = TIME, value_parser = pattern)]
-    pattern: String,
+    #[arg(long, default_value = TIME, value_parser = Measurement::new)]
+    pattern: Measurement,
     /// Confidence of the interval.
     #[arg(long, default_value_t = 0.95, value_parser = confidence)]
     confidence: f64,
     /// Also write every pair and the verdict to this JSON file.
     #[arg(long)]
     out: Option<PathBuf>,
-}
-
-/// A pattern that [`Measurement::new`] accepts.
-fn pattern(s: &str) -> Result<String, String> {
-    Measurement::new(s).map(|_| s.to_owned())
 }
 
 /// A confidence level strictly between 0 and 1.
@@ -114,16 +109,16 @@ fn measure(label: char, command: &str, measurement: &Measurement) -> anyhow::Res
 }
 
 fn run(args: &Args) -> anyhow::Result<()> {
-    let measurement = Measurement::new(&args.pattern).map_err(anyhow::Error::msg)?;
+    let measurement = &args.pattern;
     let mut pairs = Vec::with_capacity(args.pairs as usize);
     for i in 0..args.pairs {
         let pair = if i % 2 == 0 {
-            let a = measure('A', &args.a, &measurement)?;
-            let b = measure('B', &args.b, &measurement)?;
+            let a = measure('A', &args.a, measurement)?;
+            let b = measure('B', &args.b, measurement)?;
             Pair { a, b, first: 'A' }
         } else {
-            let b = measure('B', &args.b, &measurement)?;
-            let a = measure('A', &args.a, &measurement)?;
+            let b = measure('B', &args.b, measurement)?;
+            let a = measure('A', &args.a, measurement)?;
             Pair { a, b, first: 'B' }
         };
         pairs.push(pair);
@@ -156,7 +151,7 @@ fn run(args: &Args) -> anyhow::Result<()> {
                 .map_or(0, |d| d.as_secs()),
             a: &args.a,
             b: &args.b,
-            pattern: &args.pattern,
+            pattern: args.pattern.as_str(),
             pairs: &pairs,
             verdict: &v,
         };

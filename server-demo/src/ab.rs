@@ -27,12 +27,11 @@ use std::time::Duration;
 
 use anyhow::{bail, Context as _};
 use clap::Args;
+use paired::{machine, median, Machine};
 use serde::{Deserialize, Serialize};
 
 use crate::child::ServerChild;
-use paired::{median, median_interval, sign_test};
-
-use crate::compare::{get_stats, machine, Machine, Sampler, MIB};
+use crate::compare::{get_stats, Sampler, MIB};
 use crate::load::{self, Target};
 use crate::locked_alloc::Allocator;
 use crate::mode::{Defects, Mode, Runtime, Variant};
@@ -369,21 +368,19 @@ fn server_label(label: &str, exe: &Option<PathBuf>) -> String {
     }
 }
 
-/// B against A over `pairs` (pairs where either side answered nothing are
-/// left out).
+/// B against A over `pairs` (pairs where either side answered nothing, or
+/// measured no CPU time, are left out): the CPU ratio's statistics are
+/// `paired`'s.
 pub fn verdict(pairs: &[Pair]) -> Verdict {
     let measured: Vec<&Pair> = pairs
         .iter()
-        .filter(|p| p.a.requests > 0 && p.b.requests > 0 && p.a.cpu_s > 0.0)
+        .filter(|p| p.a.requests > 0 && p.b.requests > 0)
         .collect();
-    let mut cpu: Vec<f64> = measured
+    let cpu: Vec<(f64, f64)> = measured
         .iter()
-        .map(|p| p.b.cpu_us_per_request() / p.a.cpu_us_per_request())
+        .map(|p| (p.a.cpu_us_per_request(), p.b.cpu_us_per_request()))
         .collect();
-    cpu.sort_by(f64::total_cmp);
-    let n = cpu.len();
-    let b_cheaper = cpu.iter().filter(|&&r| r < 1.0).count();
-    let ties = cpu.iter().filter(|&&r| r == 1.0).count();
+    let v = paired::verdict(&cpu, CONFIDENCE);
     let ratio = |f: fn(&Pair) -> (f64, f64)| {
         median(
             measured
@@ -395,12 +392,12 @@ pub fn verdict(pairs: &[Pair]) -> Verdict {
         )
     };
     Verdict {
-        pairs: n,
-        cpu_ratio: median(cpu.clone()),
-        cpu_ratio_ci: median_interval(&cpu, CONFIDENCE),
-        confidence: CONFIDENCE,
-        b_cheaper,
-        sign_test_p: sign_test(b_cheaper, n - ties),
+        pairs: v.pairs,
+        cpu_ratio: v.ratio,
+        cpu_ratio_ci: v.interval,
+        confidence: v.confidence,
+        b_cheaper: v.b_lower,
+        sign_test_p: v.sign_test_p,
         rps_ratio: ratio(|p| (p.b.rps, p.a.rps)),
         p99_ratio: ratio(|p| (p.b.p99_ms, p.a.p99_ms)),
     }

@@ -35,7 +35,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _};
 use clap::Args;
-pub use paired::{machine, median, Machine};
+use paired::{machine, median, Machine};
 use serde::{Deserialize, Serialize};
 
 use crate::child::ServerChild;
