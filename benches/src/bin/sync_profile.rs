@@ -15,23 +15,27 @@
 //! thread-locals and allocator); pointers:
 //! `recycler-sync-gc`, `recycler-sync-gc-thread`, `arc-leak`, and for the
 //! hub `arc`, for the churn `arc-weak` (a `Weak` back edge: the request or
-//! cycle freed by counting, what freeing costs without a collector). Prints the nodes left alive at the
+//! cycle freed by counting, what freeing costs without a collector); for
+//! the hub also the single-threaded `recycler-gc`, `rc-leak` and `rc`, the
+//! same ratios without atomics. Prints the nodes left alive at the
 //! end (0 for the collectors). Freed memory stays in the process
 //! (`benches::memory`), so that a leaking pointer's warm runs do not
 //! page-fault.
 
 use benches::heap::{Heap, SyncHeap};
 use benches::live;
+use benches::ptr::recycler_gc::RecyclerGc;
 use benches::ptr::recycler_sync_gc::{RecyclerSyncGc, RecyclerSyncGcThread};
 use benches::ptr::std_arc::StdArc;
+use benches::ptr::std_rc::StdRc;
 use benches::workloads::hub::{self, Back};
 use benches::workloads::{cycle_churn, threaded};
 use std::time::Duration;
 
 fn usage() -> ! {
     eprintln!(
-        "usage: sync_profile hub <recycler-sync-gc|recycler-sync-gc-thread|arc-leak|arc> <H> <requests> [runs]\n       \
-         sync_profile churn <recycler-sync-gc|recycler-sync-gc-thread|arc-leak|arc-weak> <threads> <cycles> [runs]\n       \
+        "usage: sync_profile hub <recycler-sync-gc|recycler-sync-gc-thread|arc-leak|arc|recycler-gc|rc-leak|rc> <H> <requests> [runs]\n       \
+         sync_profile churn <recycler-sync-gc|recycler-sync-gc-thread|arc-leak|arc-weak|recycler-gc|rc-leak> <threads> <cycles> [runs]\n       \
          sync_profile random <recycler-sync-gc|recycler-sync-gc-thread|arc> <threads> <operations> [runs]"
     );
     std::process::exit(2);
@@ -71,16 +75,34 @@ fn hub_run<H: Heap>(h: usize, requests: usize, leak: bool, back: Back, repeat: u
 
 fn churn_run<H: SyncHeap>(threads: usize, n: usize, leak: bool, repeat: usize) {
     H::prepare();
-    churn_report(threads, n, repeat, || {
+    churn_report(threads, n, repeat, recycler::sync::stats, || {
         cycle_churn::run::<H>(threads, n, leak)
+    });
+}
+
+fn local_churn<H: Heap>(threads: usize, n: usize, leak: bool, repeat: usize) {
+    if threads != 1 {
+        usage()
+    }
+    H::prepare();
+    churn_report(1, n, repeat, recycler::stats, || {
+        cycle_churn::run_local::<H>(n, leak)
     });
 }
 
 /// Runs `run` `repeat` times and prints the time per cycle: as criterion's
 /// iterations, the first run warms up (thread-locals, the allocator's
-/// arenas) and the others are timed.
-fn churn_report(threads: usize, n: usize, repeat: usize, run: impl Fn() -> Duration) {
-    let before = recycler::sync::stats();
+/// arenas) and the others are timed. `stats` reads the statistics of the
+/// collector the pointer uses (`recycler::sync::stats` or, for the
+/// single-threaded pointers, this thread's `recycler::stats`).
+fn churn_report(
+    threads: usize,
+    n: usize,
+    repeat: usize,
+    stats: fn() -> recycler::Stats,
+    run: impl Fn() -> Duration,
+) {
+    let before = stats();
     let first = run();
     let mut t = first;
     let mut wall = first;
@@ -89,14 +111,14 @@ fn churn_report(threads: usize, n: usize, repeat: usize, run: impl Fn() -> Durat
         wall += rest;
         t = rest / (repeat - 1) as u32;
     }
-    let s = recycler::sync::stats();
+    let s = stats();
     let collections = s.minor_collections + s.full_collections;
     // Collection time summed over the threads (pauses, including the frees
     // after the collector lock is released): near 100 % with more than one
     // thread, the threads' collections queue behind each other.
     let busy = (s.total_pause - before.total_pause).as_secs_f64() / wall.as_secs_f64();
     eprintln!(
-        "{:.1} ns per cycle; sync collections {} (minor {}), {:.0} objects traced per collection; collections {:.0} % of the wall time",
+        "{:.1} ns per cycle; collections {} (minor {}), {:.0} objects traced per collection; collections {:.0} % of the wall time",
         t.as_nanos() as f64 / (threads * n) as f64,
         collections,
         s.minor_collections,
@@ -146,12 +168,21 @@ fn main() {
         }
         ("hub", "arc-leak") => hub_run::<StdArc>(a, b, true, Back::Strong, repeat),
         ("hub", "arc") => hub_run::<StdArc>(a, b, false, Back::Native, repeat),
+        // The single-threaded pointers, for the same ratios without atomics.
+        ("hub", "recycler-gc") => hub_run::<RecyclerGc<false>>(a, b, false, Back::Strong, repeat),
+        ("hub", "rc-leak") => hub_run::<StdRc>(a, b, true, Back::Strong, repeat),
+        ("hub", "rc") => hub_run::<StdRc>(a, b, false, Back::Native, repeat),
         ("churn", "recycler-sync-gc") => churn_run::<RecyclerSyncGc>(a, b, false, repeat),
         ("churn", "recycler-sync-gc-thread") => {
             churn_run::<RecyclerSyncGcThread>(a, b, false, repeat)
         }
         ("churn", "arc-leak") => churn_run::<StdArc>(a, b, true, repeat),
-        ("churn", "arc-weak") => churn_report(a, b, repeat, || cycle_churn::run_arc_weak(a, b)),
+        // The single-threaded pointers, one thread.
+        ("churn", "recycler-gc") => local_churn::<RecyclerGc<false>>(a, b, false, repeat),
+        ("churn", "rc-leak") => local_churn::<StdRc>(a, b, true, repeat),
+        ("churn", "arc-weak") => churn_report(a, b, repeat, recycler::sync::stats, || {
+            cycle_churn::run_arc_weak(a, b)
+        }),
         ("random", "recycler-sync-gc") => random_run::<RecyclerSyncGc>(a, b, repeat),
         ("random", "recycler-sync-gc-thread") => random_run::<RecyclerSyncGcThread>(a, b, repeat),
         ("random", "arc") => random_run::<StdArc>(a, b, repeat),

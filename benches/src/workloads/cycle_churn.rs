@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use std::sync::{Arc, Mutex, Weak};
 
-use crate::heap::SyncHeap;
+use crate::heap::{Heap, SyncHeap};
 use crate::live::Live;
 
 /// One cycle; returns one handle of it (the caller drops or keeps it).
@@ -53,6 +53,32 @@ pub fn run<H: SyncHeap>(threads: usize, n: usize, leak: bool) -> Duration {
     for a in kept.into_iter().flatten() {
         let b = H::with_edges(&a, |e| e.pop());
         if let Some(b) = b {
+            H::with_edges(&b, |e| e.clear());
+        }
+    }
+    elapsed
+}
+
+/// [`run`] on one thread with a single-threaded pointer (`Heap`'s graph
+/// nodes, no label): what the same cycles cost without atomics, for the
+/// ratios of the thread-safe pointers to compare with.
+pub fn run_local<H: Heap>(n: usize, leak: bool) -> Duration {
+    let start = Instant::now();
+    let mut kept = Vec::with_capacity(if leak { n } else { 0 });
+    for _ in 0..n {
+        let a = H::graph(String::new());
+        let b = H::graph(String::new());
+        let a2 = a.clone();
+        H::with_edges(&b, |e| e.push(a2));
+        H::with_edges(&a, |e| e.push(b));
+        if leak {
+            kept.push(a);
+        }
+    }
+    H::collect();
+    let elapsed = start.elapsed();
+    for a in kept {
+        if let Some(b) = H::with_edges(&a, |e| e.pop()) {
             H::with_edges(&b, |e| e.clear());
         }
     }

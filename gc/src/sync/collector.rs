@@ -258,6 +258,33 @@
 //! roots, never collecting) take the user time of careful `arc-weak-ws`
 //! (0.37–0.43 s per 200,000 requests, against `orc-ws`'s 0.66–0.68 s): the
 //! gap is the collections and the frees they make.
+//!
+//! What this costs beyond the single-threaded collector is those RMWs.
+//! The same hub and the same cycle churn with `recycler::Gc`, which runs
+//! this algorithm's steps with no atomic at all (`sync_profile hub|churn
+//! recycler-gc`, medians of 30 alternating pairs, 2-vCPU AMD EPYC): the hub
+//! takes 1.65× leaking `Rc` and this collector 2.29× leaking `Arc`, 1.54×
+//! `recycler::Gc`; one thread's churn 1.50× leaking `Rc` against 1.98×
+//! leaking `Arc`. A hub request makes about fifteen RMWs in its
+//! collection (the drain's two holds, a lock and an unlock for each of its
+//! 4.8 traced cells, three handle decrements as the values drop), some
+//! 85 ns at ~6 ns each: the whole difference from `recycler::Gc` (152 →
+//! 237 ns). Neither kind can go with this design. The drain's CAS is how a
+//! buffered object passes from its buffer to a collector atomically (a hold
+//! taken when the object is buffered would keep every acyclic object's
+//! value alive until the next drain instead of dropping it with its last
+//! handle, as `Arc` does). The cells are the user's `Mutex` and `RwLock`,
+//! which lock with an RMW; a cell of this crate that the collector pinned
+//! with plain stores (the upper bound above) would need a store–load
+//! handshake with every mutator that locks it, which only a `SeqCst` fence
+//! on the mutator's side makes verifiable under loom (loom models `SeqCst`
+//! fences, not `SeqCst` accesses). Measured in a loop on the same host, the
+//! fence adds 2.1–3.6 ns to an uncontended lock and unlock (6.2–6.5 ns),
+//! and the pin (a store, a load, a store) saves the collector 2.3–3.0 ns of
+//! its `try_lock` and unlock: a hub request locks three cells as a mutator
+//! and 4.8 in its collection, so the handshake would about pay for itself
+//! there, and cost more wherever mutators lock more cells than collections
+//! trace, as in the server.
 
 use core::ptr::NonNull;
 use core::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};

@@ -436,8 +436,9 @@
 //! after their death instead of twenty, before the network stack's work has
 //! evicted them (the sixteenth session's cachegrind of the server: −23 %
 //! first-level and −90 % last-level misses). A floor of 64 (ripening 32)
-//! gained nothing more (0.990× the floor of 128, 0.967–1.027) and took a
-//! larger share (10.4 %). `sync_profile`, 40 alternating pairs of
+//! gained nothing more (0.990× the floor of 128, 0.967–1.027; again in the
+//! twentieth session with the ceiling kept at 4096 roots: 1.028×,
+//! 0.978–1.050, 120 pairs) and took a larger share (10.4 %). `sync_profile`, 40 alternating pairs of
 //! 2-thread cycle churn: 1.005× (cheaper in 17), 64: 0.961× (28); hub and
 //! 1-thread random operations within ±0.5 % (10 pairs). On the Intel Xeon
 //! of the sixteenth session, whose noise `compare`'s rounds could not see
