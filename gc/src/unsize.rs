@@ -287,17 +287,49 @@ macro_rules! dyn_trace {
 /// let x = recycler::Gc::new(1u32);
 /// let y = recycler::coerce!(x => u64);
 /// ```
+///
+/// The handle expression is evaluated outside the macro's own `unsafe`
+/// block, so an unsafe operation in it still needs one of its own:
+///
+/// ```compile_fail,E0133
+/// use recycler::{coerce, dyn_trace, unsize::DynTrace, Gc, Trace};
+///
+/// trait Named: DynTrace {}
+/// dyn_trace!(Named);
+/// #[derive(Trace)]
+/// struct Cat;
+/// impl Named for Cat {}
+///
+/// let dangling = 16 as *const Gc<Cat>;
+/// let named: Gc<dyn Named> = coerce!(std::ptr::read(dangling) => dyn Named);
+/// ```
 #[macro_export]
 macro_rules! coerce {
     ($handle:expr => $target:ty) => {{
-        // SAFETY: the closure is an `as` cast from a thin pointer to the
-        // trait object `$target` (`CoerceTarget`), which can only be an
-        // unsizing coercion of the same pointer.
+        // Both user-written parts, the handle and the target type, are
+        // outside the `unsafe` block below.
+        let handle = $handle;
+        let unsize = $crate::unsize::__unsizer(&handle, |value| value as *const $target);
+        // SAFETY: `unsize` is an `as` cast from a thin pointer to the trait
+        // object `$target` (`CoerceTarget`), which can only be an unsizing
+        // coercion of the same pointer.
         #[allow(unused_unsafe)]
         unsafe {
-            $crate::unsize::Coerce::__coerce($handle, |value| value as *const $target)
+            $crate::unsize::Coerce::__coerce(handle, unsize)
         }
     }};
+}
+
+/// Gives [`coerce!`](crate::coerce)'s cast its argument type (the handle's
+/// value type) before the `unsafe` call, so that the cast and the handle
+/// can be written outside the `unsafe` block.
+#[doc(hidden)]
+#[inline(always)]
+pub fn __unsizer<H: Coerce, U: ?Sized + CoerceTarget>(
+    _: &H,
+    unsize: impl FnOnce(*const H::Value) -> *const U,
+) -> impl FnOnce(*const H::Value) -> *const U {
+    unsize
 }
 
 /// The handles that [`coerce!`](crate::coerce) works on.
