@@ -70,6 +70,11 @@
 //!   threshold, read and written by every thread without synchronisation.
 //! * Manual: only [`collect`].
 //!
+//! No trigger fires while the thread unwinds from a panic: the collection
+//! would run destructors of unrelated garbage, and a panic of one of those,
+//! re-raised during the unwind, would abort the process. The roots wait
+//! for the next collection.
+//!
 //! # Ripening
 //! A collection the Adaptive policy starts on its root count (or a full one
 //! it starts) leaves the newest `min_roots` young roots buffered for the
@@ -679,8 +684,13 @@ pub(crate) fn buffer(object: Object) {
         state.push(object);
         state.due()
     });
+    // Not while unwinding: the collection would run the destructors of
+    // unrelated garbage, and re-raising one's panic now would abort the
+    // process. The roots stay buffered for a later collection.
     if let Ok(Some((kind, ripen))) = due {
-        run(kind, ripen, true);
+        if !std::thread::panicking() {
+            run(kind, ripen, true);
+        }
     }
 }
 

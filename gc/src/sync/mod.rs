@@ -297,7 +297,11 @@
 //! collects: the garbage stays bounded under steady churn. `Nim16` ports Nim
 //! 1.6.12's rule on this thread's buffer length (threshold from 128; after a
 //! collection, `max(t / 3 * 2, 16)` if `freed * 2 >= traced`, else
-//! `t * 3 / 2`); `Manual` only collects on [`collect`].
+//! `t * 3 / 2`); `Manual` only collects on [`collect`]. No policy
+//! collects on a thread that is unwinding from a panic: the collection
+//! would run destructors of unrelated garbage there, and re-raising a
+//! panic of one of those would abort the process; the roots wait for the
+//! next collection.
 //!
 //! # Generations
 //!

@@ -558,6 +558,10 @@ pub(crate) fn push_root(entry: Entry) {
         {
             None
         }
+        // Unwinding: a collection would run the destructors of unrelated
+        // garbage, and re-raising one's panic now would abort the process.
+        // The roots stay buffered for a later collection.
+        Due::Collect(_) | Due::Pace(_) if std::thread::panicking() => None,
         Due::Collect(kind) => Some(super::collector::try_collect(kind)),
         Due::Pace(kind) => Some(super::collector::collect_paced(kind, PATIENCE)),
     });
