@@ -14,7 +14,14 @@
 //!   running one and then collects itself (see *Policies* in the module
 //!   docs), so garbage stays bounded when the collector thread falls behind.
 //! - [`stop_collector_thread`] stops and joins it; a later request starts a
-//!   new one (select [`CollectorMode::Mutators`] to stop for good).
+//!   new one (select [`CollectorMode::Mutators`] to stop for good). Stops
+//!   are serialised (`STOPPING`), so each one returns with the thread
+//!   gone, and the last clears the mailbox: a request that the exiting
+//!   thread left unserved must not look pending to the next one (it would
+//!   keep every later request from starting a thread). A destructor on the
+//!   collector thread that stops it cannot join its own thread: it asks the
+//!   thread to exit after the collection it is in (`State::exit`), and the
+//!   thread clears the mailbox and its handle as it goes.
 //! - The thread's own policy is `Manual`: destructors it runs may buffer
 //!   roots, which wait for the next collection instead of triggering one
 //!   inside this one.
@@ -23,6 +30,7 @@
 //! the model; the collections the thread runs are the same code the models
 //! check.
 
+use core::cell::Cell;
 use core::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 use core::sync::atomic::{AtomicBool, AtomicU8};
 use std::thread::JoinHandle;
@@ -63,16 +71,29 @@ static REQUESTED: AtomicBool = AtomicBool::new(false);
 struct State {
     /// A collection was requested.
     pending: bool,
+    /// A [`stop_collector_thread`] from another thread is joining the
+    /// thread (its handle is taken).
     stop: bool,
+    /// A destructor on the collector thread stopped it: it exits after its
+    /// collection, and clears its own handle.
+    exit: bool,
     handle: Option<JoinHandle<()>>,
 }
 
 static STATE: Mutex<State> = Mutex::new(State {
     pending: false,
     stop: false,
+    exit: false,
     handle: None,
 });
 static WAKE: Condvar = Condvar::new();
+/// Serialises the stops from other threads than the collector thread.
+static STOPPING: Mutex<()> = Mutex::new(());
+
+std::thread_local! {
+    /// Whether this thread is a collector thread.
+    static ON_COLLECTOR_THREAD: Cell<bool> = const { Cell::new(false) };
+}
 
 /// Selects where automatic collections run (process-wide). Switching to
 /// [`CollectorMode::Mutators`] stops the collector thread.
@@ -99,7 +120,20 @@ pub fn collector_mode() -> CollectorMode {
 /// running, and waits for it to exit. Garbage buffered meanwhile waits for
 /// the next collection; under [`CollectorMode::Thread`] the next request
 /// starts a new thread.
+///
+/// Called from the collector thread itself (a destructor of a cycle it
+/// collects), it cannot wait for its own exit: it returns at once, and the
+/// thread exits when that collection ends.
 pub fn stop_collector_thread() {
+    // (Not by its handle: a stopper on another thread may have taken it
+    // and be joining us.)
+    if ON_COLLECTOR_THREAD.with(Cell::get) {
+        STATE.lock().exit = true;
+        return;
+    }
+    // One stop at a time: a second one would otherwise find the handle
+    // taken and return (and clear `stop`) while the thread still runs.
+    let _stopping = STOPPING.lock();
     let handle = {
         let mut state = STATE.lock();
         state.stop = true;
@@ -113,6 +147,12 @@ pub fn stop_collector_thread() {
     }
     let mut state = STATE.lock();
     state.stop = false;
+    // A self-stop that our stop overtook is done too.
+    state.exit = false;
+    // A request the thread exited without serving: the next one must
+    // start a thread, not find this one pending.
+    state.pending = false;
+    REQUESTED.store(false, Relaxed);
 }
 
 /// Whether collections are to be handed to the collector thread.
@@ -129,7 +169,7 @@ pub(crate) fn request() -> bool {
         return true;
     }
     let mut state = STATE.lock();
-    if state.stop {
+    if state.stop || state.exit {
         return false;
     }
     state.pending = true;
@@ -153,12 +193,26 @@ pub(crate) fn request() -> bool {
 
 /// The collector thread.
 fn run() {
+    ON_COLLECTOR_THREAD.with(|c| c.set(true));
     super::state::set_policy(Policy::Manual);
     loop {
         {
             let mut state = STATE.lock();
             loop {
                 if state.stop {
+                    // The stopper joins us, then clears the mailbox.
+                    return;
+                }
+                if core::mem::take(&mut state.exit) {
+                    // Stopped by one of our destructors: nobody joins us.
+                    // Detach our handle so that the next request starts a
+                    // new thread, and drop an unserved request with it.
+                    state.handle = None;
+                    state.pending = false;
+                    REQUESTED.store(false, Relaxed);
+                    // A stop from our thread-local destructors is then an
+                    // ordinary one (of the next thread, if any).
+                    ON_COLLECTOR_THREAD.with(|c| c.set(false));
                     return;
                 }
                 if core::mem::take(&mut state.pending) {
