@@ -62,7 +62,7 @@ mod single_threaded {
         drop((a, b));
         let live: Vec<Gc<Node>> = (0..LIVE).map(|_| node(false)).collect();
         let unwound = catch_unwind(AssertUnwindSafe(|| {
-            let _extra: Vec<Gc<Node>> = live.iter().cloned().collect();
+            let _extra: Vec<Gc<Node>> = live.to_vec();
             panic!("an ordinary panic");
         }));
         let payload = unwound.expect_err("the closure panics");
@@ -125,7 +125,7 @@ mod sync {
         drop((a, b));
         let live: Vec<Gc<Node>> = (0..LIVE).map(|_| node(false)).collect();
         let unwound = catch_unwind(AssertUnwindSafe(|| {
-            let _extra: Vec<Gc<Node>> = live.iter().cloned().collect();
+            let _extra: Vec<Gc<Node>> = live.to_vec();
             panic!("an ordinary panic");
         }));
         let payload = unwound.expect_err("the closure panics");
