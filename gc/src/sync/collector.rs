@@ -115,8 +115,11 @@
 //!    is one more race, a drain of a doomed member's pending entry against
 //!    its release (loom model `drain_against_unlocked_drop`), which the
 //!    header word settles as it does a mutator's last drop against a drain;
-//!    an explicit `collect()` waits for the frees of the collections before
-//!    it (`Global::dying`), so that it still returns with them done.
+//!    an explicit `collect()` waits for the frees of the collections that
+//!    began before it (`Global::dying`, numbered in lock order), so that it
+//!    still returns with them done — not for later ones, which may be
+//!    waiting for it (a destructor of its own cycles that waits for another
+//!    thread's `collect()`).
 //! 6. Release the holds on everything else.
 //!
 //! A `Trace` impl that panics (steps 2 and 4) is treated as a cell that could
@@ -726,27 +729,43 @@ pub(crate) fn collect_paced(kind: Kind, patience: std::time::Duration) -> Option
     Some(run(global, lock?, kind))
 }
 
-/// An explicit collection ([`collect`](super::collect)): waits for a
-/// running collection to end, then runs one. Returns `None` at once when
-/// called from inside a collection (a destructor), and, under loom, when
-/// another thread is collecting (models need no blocking).
-pub(crate) fn collect_waiting(kind: Kind) -> Option<(usize, usize)> {
+/// An explicit collection ([`collect`](super::collect)): up to `rounds`
+/// collections of `kind`, until one frees nothing, each waiting for a
+/// running collection to end; then waits for the free phases (step 5) of
+/// the collections that began before the first round, so that the garbage
+/// they took is dropped when it returns. Not for the collections that began
+/// later: one of those may be waiting for this thread (a destructor it runs
+/// joins this thread, say), and their garbage was only found after ours.
+/// Returns at once when called from inside a collection (a destructor), and,
+/// under loom, runs one round if no other thread is collecting (models need
+/// no blocking).
+pub(crate) fn collect_explicit(kind: Kind, rounds: usize) {
     if collecting() {
-        return None;
+        return;
     }
     let global = global();
     #[cfg(not(loom))]
-    let lock = Some(global.collector_lock());
-    #[cfg(loom)]
-    let lock = global.try_collector();
-    let result = run(global, lock?, kind);
-    // The garbage of the collections before ours may still be dropping
-    // outside the lock (step 5): the caller expects it freed.
-    #[cfg(not(loom))]
-    while global.dying.load(Acquire) != 0 {
-        super::prim::spin_wait();
+    let mut first = None;
+    for _ in 0..rounds {
+        #[cfg(not(loom))]
+        let lock = global.collector_lock();
+        #[cfg(not(loom))]
+        first.get_or_insert(global.batches.load(Relaxed));
+        #[cfg(loom)]
+        let Some(lock) = global.try_collector() else {
+            return;
+        };
+        let (freed, _) = run(global, lock, kind);
+        if freed == 0 {
+            break;
+        }
     }
-    Some(result)
+    #[cfg(not(loom))]
+    if let Some(first) = first {
+        while global.dying.lock().iter().any(|&batch| batch < first) {
+            super::prim::spin_wait();
+        }
+    }
 }
 
 /// The collector thread's collection: waits for a running one, then runs
@@ -812,14 +831,20 @@ fn run_locked(global: &Global, lock: MutexGuard<'_, ()>, kind: Kind) -> (usize, 
     let (freed, traced, mut panic) =
         collect_locked(global, &mut work, kind, &mut dying.0, &mut timer);
     work.finish();
-    // Counted before the lock goes: an explicit collection that takes it
-    // next waits for these frees (`collect_waiting`).
-    global.dying.fetch_add(1, Relaxed);
+    // Numbered before the lock goes: an explicit collection that takes it
+    // next waits for these frees (`collect_explicit`).
+    #[cfg(not(loom))]
+    let batch = {
+        let batch = global.batches.fetch_add(1, Relaxed);
+        global.dying.lock().push(batch);
+        batch
+    };
     drop(lock);
     // 5 (unlocked). Drop the doomed values and release their holds.
     timer.checkpoint();
     let dropped = dying.free();
-    global.dying.fetch_sub(1, Release);
+    #[cfg(not(loom))]
+    global.dying.lock().retain(|&b| b != batch);
     panic = panic.or(dropped);
     let (pause, cpu) = timer.stop();
     let pause = pause.as_nanos() as u64;

@@ -529,19 +529,19 @@ use crate::{Policy, Stats};
 /// (full collections, run until one frees nothing).
 ///
 /// If another thread (the collector thread, say) is collecting, waits for
-/// it to finish first: a blocking call, like joining a thread, so the caller
-/// must not hold a lock that a destructor of a cycle being collected on
-/// another thread waits for. (Automatic collections never block like this:
-/// they wait boundedly, see *Policies*.) Returns at once when called from a
+/// it to finish first, and returns only when the values of the cycles that
+/// the collections begun before it took are dropped (they drop on the
+/// threads that run those collections). A blocking call, like joining a
+/// thread: the caller must not hold a lock that a destructor of such a
+/// cycle waits for, and such a destructor must not wait for a thread that
+/// calls `collect()` meanwhile (join it, say): each would wait for the
+/// other. Collections that begin after this one are not waited for: a
+/// destructor of a cycle this call collects may wait for another thread's
+/// `collect()`. (Automatic collections never block like this: they wait
+/// boundedly, see *Policies*.) Returns at once when called from a
 /// destructor running inside a collection.
 pub fn collect() {
-    let kind = collector::Kind::full_for_this_thread();
-    for _ in 0..8 {
-        match collector::collect_waiting(kind) {
-            Some((freed, _)) if freed > 0 => continue,
-            _ => break,
-        }
-    }
+    collector::collect_explicit(collector::Kind::full_for_this_thread(), 8);
     // As the per-thread `collect`: the memory this thread's collections
     // recycled goes back to the allocator (see *Recycling* in `header.rs`).
     #[cfg(not(loom))]

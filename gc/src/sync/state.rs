@@ -206,9 +206,16 @@ pub(crate) struct Global {
     pub(crate) total_pause_ns: StatCounter,
     pub(crate) max_pause_ns: StatCounter,
     pub(crate) total_pause_cpu_ns: StatCounter,
-    /// Collections dropping their doomed values after releasing the
-    /// collector lock (step 5); an explicit collection waits for zero.
-    pub(crate) dying: StatCounter,
+    /// The free phases (step 5) of collections begun so far: each takes
+    /// the next number under the collector lock, so the numbers follow the
+    /// order of the collections.
+    #[cfg(not(loom))]
+    pub(crate) batches: StatCounter,
+    /// The numbers of the free phases running now, after their collection
+    /// released the collector lock; an explicit collection waits for those
+    /// below the first number it saw (`collect_explicit`).
+    #[cfg(not(loom))]
+    pub(crate) dying: Mutex<Vec<u64>>,
 }
 
 impl Global {
@@ -236,7 +243,10 @@ impl Global {
             total_pause_ns: StatCounter::new(0),
             max_pause_ns: StatCounter::new(0),
             total_pause_cpu_ns: StatCounter::new(0),
-            dying: StatCounter::new(0),
+            #[cfg(not(loom))]
+            batches: StatCounter::new(0),
+            #[cfg(not(loom))]
+            dying: Mutex::new(Vec::new()),
         }
     }
 
