@@ -45,9 +45,15 @@
 //! when that happened used to depend on whether the runtime dropped the
 //! request before or after answering. Now every request body is read and
 //! discarded before the handler runs, up to [`DRAIN_LIMIT`] bytes within
-//! `--header-timeout`; a body that is larger, slower or malformed gets the
-//! handler's answer with `Connection: close`, and the connection closes
-//! after it, on both runtimes alike.
+//! `--header-timeout`. A body that is larger gets 413, slower 408, malformed
+//! (a broken chunked encoding) 400, each with `Connection: close`, and the
+//! connection closes after it, on both runtimes alike; the handler does not
+//! run.
+//!
+//! **Requests the handler never sees.** An HTTP/1.1 request without exactly
+//! one `Host` header (RFC 9112, section 3.2), or an HTTP/1.0 one with
+//! several, gets 400. A client that half-closes its side after its request
+//! (`shutdown(SHUT_WR)`) still gets the response: hyper's `half_close`.
 //!
 //! **Memory after bursts.** glibc keeps the heap a burst of connections used
 //! (hyper's buffers, tasks) in its arenas; after 10,000 connections the
@@ -68,8 +74,8 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use http_body_util::{BodyExt as _, Full};
 use hyper::body::{Body as _, Incoming};
-use hyper::header::{HeaderValue, CONNECTION};
-use hyper::{Request, Response};
+use hyper::header::{HeaderValue, CONNECTION, HOST};
+use hyper::{Request, Response, Version};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use parking_lot::Mutex;
@@ -77,7 +83,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 
-use crate::server::GRACE;
+use crate::server::{http_response, GRACE};
 use crate::stats::ConnStats;
 
 /// Request-body bytes read and discarded before the connection is closed
@@ -369,6 +375,7 @@ where
         .timer(TokioTimer::new())
         .header_read_timeout(limits.header_timeout + limits.idle_timeout)
         .keep_alive(true)
+        .half_close(true)
         .serve_connection(io, service);
     let conn = graceful.watch(conn);
     async move {
@@ -387,8 +394,9 @@ where
     }
 }
 
-/// One request: drain the body, run the handler, close after it if the body
-/// could not be drained.
+/// One request: check its head, drain the body, run the handler; answer a
+/// bad head or body with an error, and close after a body that could not be
+/// drained.
 async fn respond<H, Fut>(
     guard: Arc<Guard>,
     clock: Arc<Clock>,
@@ -401,33 +409,79 @@ where
 {
     clock.begin_request();
     let (parts, body) = req.into_parts();
-    let drained = body.is_end_stream() || drain(body, guard.limits.header_timeout).await;
-    let mut response = handler(Request::from_parts(parts, ())).await;
-    if !drained {
-        guard.closed_after_body.fetch_add(1, Relaxed);
-        response
-            .headers_mut()
-            .insert(CONNECTION, HeaderValue::from_static("close"));
-    }
+    let drained = if body.is_end_stream() {
+        Drained::Whole
+    } else {
+        drain(body, guard.limits.header_timeout).await
+    };
+    let response = match (drained, host_error(&parts)) {
+        (Drained::Whole, None) => handler(Request::from_parts(parts, ())).await,
+        (Drained::Whole, Some(error)) => http_response(400, error_body(error)),
+        (unread, _) => {
+            guard.closed_after_body.fetch_add(1, Relaxed);
+            let (status, error) = match unread {
+                Drained::TooLarge => (413, "request body too large"),
+                Drained::TooSlow => (408, "request body too slow"),
+                _ => (400, "malformed request body"),
+            };
+            let mut response = http_response(status, error_body(error));
+            response
+                .headers_mut()
+                .insert(CONNECTION, HeaderValue::from_static("close"));
+            response
+        }
+    };
     clock.end_request();
     Ok(response)
 }
 
-/// Reads and discards `body`; false if it is larger than [`DRAIN_LIMIT`],
-/// takes longer than `timeout`, or fails.
-async fn drain(mut body: Incoming, timeout: Duration) -> bool {
+/// What is wrong with a request's `Host` headers, if anything: HTTP/1.1
+/// needs exactly one, and no request may have several (RFC 9112, 3.2).
+fn host_error(parts: &hyper::http::request::Parts) -> Option<&'static str> {
+    let hosts = parts.headers.get_all(HOST).iter().count();
+    if hosts > 1 {
+        Some("more than one Host header")
+    } else if hosts == 0 && parts.version >= Version::HTTP_11 {
+        Some("missing Host header")
+    } else {
+        None
+    }
+}
+
+fn error_body(error: &str) -> String {
+    format!(r#"{{"error":"{error}"}}"#)
+}
+
+/// How [`drain`] ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Drained {
+    Whole,
+    /// Larger than [`DRAIN_LIMIT`].
+    TooLarge,
+    /// Not read within the timeout.
+    TooSlow,
+    /// A broken chunked encoding, or the connection failed.
+    Failed,
+}
+
+/// Reads and discards `body`, up to [`DRAIN_LIMIT`] bytes within `timeout`.
+async fn drain(mut body: Incoming, timeout: Duration) -> Drained {
     let read = async {
         let mut len = 0;
         while let Some(frame) = body.frame().await {
-            let Ok(frame) = frame else { return false };
+            let Ok(frame) = frame else {
+                return Drained::Failed;
+            };
             len += frame.data_ref().map_or(0, Bytes::len);
             if len > DRAIN_LIMIT {
-                return false;
+                return Drained::TooLarge;
             }
         }
-        true
+        Drained::Whole
     };
-    tokio::time::timeout(timeout, read).await.unwrap_or(false)
+    tokio::time::timeout(timeout, read)
+        .await
+        .unwrap_or(Drained::TooSlow)
 }
 
 /// Which timeout closed a connection.

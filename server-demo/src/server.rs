@@ -25,7 +25,7 @@ use anyhow::Context as _;
 use bytes::Bytes;
 use clap::Args;
 use http_body_util::Full;
-use hyper::header::{HeaderValue, CONTENT_TYPE};
+use hyper::header::{HeaderValue, ALLOW, CONTENT_TYPE};
 use tokio::sync::{mpsc, watch};
 
 use crate::conn::{self, Guard, Limits};
@@ -168,6 +168,12 @@ pub(crate) fn http_response(status: u16, body: String) -> hyper::Response<Full<B
     response
         .headers_mut()
         .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    if status == 405 {
+        // Every route answers GET and HEAD only (RFC 9110, 15.5.6).
+        response
+            .headers_mut()
+            .insert(ALLOW, HeaderValue::from_static("GET, HEAD"));
+    }
     response
 }
 

@@ -2,8 +2,10 @@
 //! connections are closed by their timeouts, connections over the cap are
 //! refused while the others are served, running out of descriptors does not
 //! make the accept loop spin, a closed stderr does not turn a clean shutdown
-//! into a panic, SIGHUP shuts down gracefully, and a request body the handler
-//! does not read is treated the same way by both runtimes.
+//! into a panic, SIGHUP shuts down gracefully, a request body the handler
+//! does not read is treated the same way by both runtimes, bad bodies and
+//! heads get the 4xx that says what was wrong, and a client that half-closes
+//! after its request still gets the response.
 
 mod common;
 
@@ -323,7 +325,7 @@ fn unread_request_bodies_are_handled_alike_on_both_runtimes() {
             assert_eq!(conn.get("/").status, 200, "{runtime}: second request");
         }
 
-        // A body larger than the drain limit: answered, then closed.
+        // A body larger than the drain limit: 413, then closed.
         let mut big = Conn::open(server.addr);
         let body = vec![b'x'; 100_000];
         big.send_raw(
@@ -335,11 +337,78 @@ fn unread_request_bodies_are_handled_alike_on_both_runtimes() {
         );
         let _ = big.stream().write_all(&body);
         let r = big.read_response();
+        assert_eq!(r.status, 413, "{runtime}: {r:?}");
         assert_eq!(r.header("connection"), Some("close"), "{runtime}: {r:?}");
         assert!(big.closed_by_server(), "{runtime}");
 
         let s = stats(server.addr);
         assert_eq!(s["connections"]["closed_after_body"], 1, "{runtime}: {s}");
+        assert!(server.terminate().success());
+    }
+}
+
+#[test]
+fn bad_bodies_and_heads_get_the_matching_4xx() {
+    for runtime in RUNTIMES {
+        let server = Server::start_with(
+            runtime,
+            &["--mm", "orc", "--header-timeout", "1s"],
+            |_| {},
+        );
+        // A body that stops halfway: 408 after the header timeout, closed.
+        let mut slow = Conn::open(server.addr);
+        slow.send_raw(b"POST / HTTP/1.1\r\nHost: test\r\nContent-Length: 10\r\n\r\nab");
+        let start = Instant::now();
+        let r = slow.read_response();
+        assert_eq!(r.status, 408, "{runtime}: {r:?}");
+        assert!(start.elapsed() >= Duration::from_millis(900), "{runtime}");
+        assert_eq!(r.header("connection"), Some("close"), "{runtime}");
+        assert!(slow.closed_by_server(), "{runtime}");
+
+        // A broken chunked encoding: 400, closed.
+        let mut broken = Conn::open(server.addr);
+        broken.send_raw(
+            b"POST / HTTP/1.1\r\nHost: test\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nhello\r\n",
+        );
+        let r = broken.read_response();
+        assert_eq!(r.status, 400, "{runtime}: {r:?}");
+        assert_eq!(r.body, r#"{"error":"malformed request body"}"#, "{runtime}");
+        assert!(broken.closed_by_server(), "{runtime}");
+
+        // Host: HTTP/1.1 needs exactly one; HTTP/1.0 may have none. A bad
+        // head does not close a keep-alive connection.
+        let mut conn = Conn::open(server.addr);
+        conn.send_raw(b"GET / HTTP/1.1\r\n\r\n");
+        let r = conn.read_response();
+        assert_eq!(r.status, 400, "{runtime}: {r:?}");
+        assert_eq!(r.body, r#"{"error":"missing Host header"}"#, "{runtime}");
+        conn.send_raw(b"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n");
+        assert_eq!(conn.read_response().status, 400, "{runtime}");
+        assert_eq!(conn.get("/").status, 200, "{runtime}");
+        let mut old = Conn::open(server.addr);
+        old.send_raw(b"GET / HTTP/1.0\r\n\r\n");
+        assert_eq!(old.read_response().status, 200, "{runtime}");
+
+        // 405 names the methods that are allowed.
+        let mut conn = Conn::open(server.addr);
+        conn.send_raw(b"DELETE / HTTP/1.1\r\nHost: test\r\n\r\n");
+        let r = conn.read_response();
+        assert_eq!(r.status, 405, "{runtime}: {r:?}");
+        assert_eq!(r.header("allow"), Some("GET, HEAD"), "{runtime}");
+
+        // A client that half-closes after its request gets the response.
+        let mut half = Conn::open(server.addr);
+        half.send_raw(b"GET / HTTP/1.1\r\nHost: test\r\n\r\n");
+        half.stream().shutdown(std::net::Shutdown::Write).unwrap();
+        let r = half.read_response();
+        assert_eq!(r.status, 200, "{runtime}: {r:?}");
+        assert_eq!(r.body, r#"{"message":"Hello, World!"}"#, "{runtime}");
+
+        let s = stats(server.addr);
+        assert_eq!(s["connections"]["closed_after_body"], 2, "{runtime}: {s}");
+        // The handler saw the two `/` over HTTP/1.1 and 1.0, the half-closed
+        // one, the 405 and this `/stats`; not the rejected heads and bodies.
+        assert_eq!(s["total"]["requests"], 5, "{runtime}: {s}");
         assert!(server.terminate().success());
     }
 }
