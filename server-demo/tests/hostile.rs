@@ -347,14 +347,15 @@ fn unread_request_bodies_are_handled_alike_on_both_runtimes() {
     }
 }
 
+/// Connections that half-close after [`PIPELINED`] requests.
+const HALF_CLOSES: usize = 20;
+const PIPELINED: usize = 5;
+
 #[test]
-fn bad_bodies_and_heads_get_the_matching_4xx() {
+fn bad_requests_get_4xx_and_half_closing_clients_their_responses() {
     for runtime in RUNTIMES {
-        let server = Server::start_with(
-            runtime,
-            &["--mm", "orc", "--header-timeout", "1s"],
-            |_| {},
-        );
+        let server =
+            Server::start_with(runtime, &["--mm", "orc", "--header-timeout", "1s"], |_| {});
         // A body that stops halfway: 408 after the header timeout, closed.
         let mut slow = Conn::open(server.addr);
         slow.send_raw(b"POST / HTTP/1.1\r\nHost: test\r\nContent-Length: 10\r\n\r\nab");
@@ -396,19 +397,30 @@ fn bad_bodies_and_heads_get_the_matching_4xx() {
         assert_eq!(r.status, 405, "{runtime}: {r:?}");
         assert_eq!(r.header("allow"), Some("GET, HEAD"), "{runtime}");
 
-        // A client that half-closes after its request gets the response.
-        let mut half = Conn::open(server.addr);
-        half.send_raw(b"GET / HTTP/1.1\r\nHost: test\r\n\r\n");
-        half.stream().shutdown(std::net::Shutdown::Write).unwrap();
-        let r = half.read_response();
-        assert_eq!(r.status, 200, "{runtime}: {r:?}");
-        assert_eq!(r.body, r#"{"message":"Hello, World!"}"#, "{runtime}");
+        // A client that half-closes after its (pipelined) requests gets
+        // every response (without hyper's `half_close`, the end of file
+        // closed the connection after the first, or before it).
+        for _ in 0..HALF_CLOSES {
+            let mut half = Conn::open(server.addr);
+            half.send_raw(&b"GET / HTTP/1.1\r\nHost: test\r\n\r\n".repeat(PIPELINED));
+            half.stream().shutdown(std::net::Shutdown::Write).unwrap();
+            for _ in 0..PIPELINED {
+                let r = half.read_response();
+                assert_eq!(r.status, 200, "{runtime}: {r:?}");
+                assert_eq!(r.body, r#"{"message":"Hello, World!"}"#, "{runtime}");
+            }
+        }
 
         let s = stats(server.addr);
         assert_eq!(s["connections"]["closed_after_body"], 2, "{runtime}: {s}");
-        // The handler saw the two `/` over HTTP/1.1 and 1.0, the half-closed
-        // one, the 405 and this `/stats`; not the rejected heads and bodies.
-        assert_eq!(s["total"]["requests"], 5, "{runtime}: {s}");
+        // The handler saw the two `/` over HTTP/1.1 and 1.0, the 405, the
+        // half-closed ones and this `/stats`; not the rejected heads and
+        // bodies.
+        assert_eq!(
+            s["total"]["requests"],
+            4 + HALF_CLOSES * PIPELINED,
+            "{runtime}: {s}"
+        );
         assert!(server.terminate().success());
     }
 }
