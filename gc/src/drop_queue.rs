@@ -87,15 +87,25 @@ struct Queue {
 }
 
 thread_local! {
-    static QUEUE: Queue = const {
+    static QUEUE: Queue = const { Queue::new() };
+    /// The queue of the frees that run after `QUEUE` was destroyed (in the
+    /// destructors of thread-locals destroyed after it): allocated by the
+    /// first of them that must queue an object or keep a panic, freed by
+    /// the drainer once it has drained it; null otherwise. It has no
+    /// destructor, so it is never destroyed: without it, such frees ran in
+    /// place, and a chain of a million objects dropped by a thread-local's
+    /// destructor overflowed the stack (`tests/thread_exit.rs`).
+    static FALLBACK: Cell<*mut Queue> = const { Cell::new(core::ptr::null_mut()) };
+}
+
+impl Queue {
+    const fn new() -> Self {
         Queue {
             panic: Cell::new(None),
             pending: UnsafeCell::new(Vec::new()),
         }
-    };
-}
+    }
 
-impl Queue {
     /// Queues `ptr`, to be finished by `finish`. Writes the pointer in
     /// place, at its own size: building a whole `Entry` first and copying
     /// it made the CPU load 16 bytes right after an 8-byte store (a
@@ -181,9 +191,53 @@ struct Drainer;
 impl Drop for Drainer {
     fn drop(&mut self) {
         // Further panics are swallowed, the one in flight wins.
-        drop(QUEUE.try_with(Queue::drain));
+        drop(drain());
         collector::set_drain_limit(stack::NO_DRAINER);
     }
+}
+
+/// The drainer's drain of this thread's queue (see [`Queue::drain`]), or
+/// once that is destroyed, of the fallback queue, which it then frees.
+#[inline]
+fn drain() -> Option<Box<dyn std::any::Any + Send>> {
+    QUEUE
+        .try_with(Queue::drain)
+        .unwrap_or_else(|_| drain_fallback())
+}
+
+/// Runs `f` on the fallback queue (see `FALLBACK`), allocated first if
+/// there is none and `create`.
+#[cold]
+#[inline(never)]
+fn with_fallback<R>(create: bool, f: impl FnOnce(&Queue) -> R) -> Option<R> {
+    let mut queue = FALLBACK.with(Cell::get);
+    if queue.is_null() {
+        if !create {
+            return None;
+        }
+        queue = Box::into_raw(Box::new(Queue::new()));
+        FALLBACK.with(|q| q.set(queue));
+    }
+    // SAFETY: a non-null `FALLBACK` is a live `Box` of this thread's (the
+    // `Queue` is `!Sync`), freed only by `drain_fallback` when the drainer
+    // has drained it, which no free nested in the drainer (the only callers
+    // while it is set) outlives.
+    Some(f(unsafe { &*queue }))
+}
+
+/// The drainer's drain of the fallback queue, if there is one; then frees it.
+#[cold]
+#[inline(never)]
+fn drain_fallback() -> Option<Box<dyn std::any::Any + Send>> {
+    let panic = with_fallback(false, Queue::drain).flatten();
+    let queue = FALLBACK.with(|q| q.replace(core::ptr::null_mut()));
+    if !queue.is_null() {
+        // SAFETY: allocated by `with_fallback`, and no reference to it is
+        // left: its drain has returned, and the frees that used it ran
+        // inside the drainer, before.
+        drop(unsafe { Box::from_raw(queue) });
+    }
+    panic
 }
 
 /// Keeps `payload`, caught in a nested free, for the drainer to re-raise
@@ -192,14 +246,12 @@ impl Drop for Drainer {
 #[inline(never)]
 fn keep_panic(payload: Box<dyn std::any::Any + Send>) {
     let mut payload = Some(payload);
-    let _ = QUEUE.try_with(|q| {
+    let mut keep = |q: &Queue| {
         let first = q.panic.take();
         q.panic.set(first.or(payload.take()));
-    });
-    if let Some(payload) = payload {
-        // The thread's queue is gone (thread-local destruction): nobody
-        // would re-raise it.
-        panic::resume_unwind(payload);
+    };
+    if QUEUE.try_with(&mut keep).is_err() {
+        with_fallback(true, keep);
     }
 }
 
@@ -344,10 +396,9 @@ unsafe fn free_outer<P: Dying>(object: P, limit: usize) {
         .try_with(|q| q.push(object, finish_queued::<P>))
         .is_err()
     {
-        // The thread's queue is gone (thread-local destruction): free in
-        // place. Only destructors running at thread exit get here.
-        // SAFETY: forwarded from the caller.
-        unsafe { object.finish() }
+        // The thread's queue is destroyed (a free in the destructor of a
+        // later thread-local): the fallback queue, which the drainer drains.
+        with_fallback(true, |q| q.push(object, finish_queued::<P>));
     }
 }
 
@@ -410,7 +461,7 @@ fn as_drainer<R>(f: impl FnOnce() -> R) -> R {
     collector::set_drain_limit(stack::limit_below(stack_address()));
     let unwinding = Drainer;
     let result = f();
-    let panic = QUEUE.try_with(Queue::drain).ok().flatten();
+    let panic = drain();
     core::mem::forget(unwinding);
     collector::set_drain_limit(stack::NO_DRAINER);
     if let Some(payload) = panic {

@@ -67,6 +67,14 @@ std::thread_local! {
     /// not set it would strand its value (`long_chains_drop_and_collect_without_recursion`
     /// fails).
     static QUEUED: Cell<bool> = const { Cell::new(false) };
+    /// The queue of the drops that run after `QUEUE` was destroyed (in the
+    /// destructors of thread-locals destroyed after it): allocated by the
+    /// first of them that must queue a value or keep a panic, freed by the
+    /// drainer once it has drained it; null otherwise. It has no
+    /// destructor, so it is never destroyed: without it, such drops ran in
+    /// place, and a chain of a million objects dropped by a thread-local's
+    /// destructor overflowed the stack (`tests/thread_exit.rs`).
+    static FALLBACK: Cell<*mut Queue> = const { Cell::new(core::ptr::null_mut()) };
 }
 
 // loom's `thread_local!` takes no `const` initialiser.
@@ -75,6 +83,48 @@ loom::thread_local! {
     static QUEUE: Queue = Queue::new();
     static BASE: Cell<usize> = Cell::new(NO_DRAINER);
     static QUEUED: Cell<bool> = Cell::new(false);
+    static FALLBACK: Cell<*mut Queue> = Cell::new(core::ptr::null_mut());
+}
+
+/// Runs `f` on this thread's queue: `QUEUE`, or once that is destroyed,
+/// the fallback queue (see `FALLBACK`), allocated first if there is none
+/// and `create`.
+fn with_queue<R>(create: bool, f: impl FnOnce(&Queue) -> R) -> Option<R> {
+    let mut f = Some(f);
+    match QUEUE.try_with(|q| f.take().map(|f| f(q))) {
+        Ok(result) => result,
+        Err(_) => with_fallback(create, f.take()?),
+    }
+}
+
+/// [`with_queue`] once `QUEUE` is destroyed.
+#[cold]
+#[inline(never)]
+fn with_fallback<R>(create: bool, f: impl FnOnce(&Queue) -> R) -> Option<R> {
+    let mut queue = FALLBACK.with(Cell::get);
+    if queue.is_null() {
+        if !create {
+            return None;
+        }
+        queue = Box::into_raw(Box::new(Queue::new()));
+        FALLBACK.with(|q| q.set(queue));
+    }
+    // SAFETY: a non-null `FALLBACK` is a live `Box` of this thread's (the
+    // `Queue` is `!Sync`), freed only by `free_fallback` when the drainer
+    // has drained it, which no drop nested in the drainer (the only callers
+    // while it is set) outlives.
+    Some(f(unsafe { &*queue }))
+}
+
+/// Frees the fallback queue, if any, once the drainer has drained it.
+fn free_fallback() {
+    let queue = FALLBACK.with(|q| q.replace(core::ptr::null_mut()));
+    if !queue.is_null() {
+        // SAFETY: allocated by `with_fallback`, and no reference to it is
+        // left: the drain has returned, and the drops that used it ran
+        // inside the drainer, before.
+        drop(unsafe { Box::from_raw(queue) });
+    }
 }
 
 /// `BASE` when no drop loop runs on this thread: the next drop becomes
@@ -141,14 +191,11 @@ unsafe fn drop_outer(this: NonNull<Header>, old: u64, base: usize) {
         if let Some(payload) = own.or(rest) {
             resume_unwind(payload);
         }
-    } else if QUEUE
-        .try_with(|q| q.pending.borrow_mut().push((this, old)))
-        .is_ok()
-    {
-        let _ = QUEUED.try_with(|q| q.set(true));
     } else {
-        // SAFETY: forwarded (thread-local destruction: drop directly).
-        unsafe { drop_one(this, old) };
+        // Once `QUEUE` is destroyed (a drop in the destructor of a later
+        // thread-local), into the fallback queue, which the drainer drains.
+        with_queue(true, |q| q.pending.borrow_mut().push((this, old)));
+        let _ = QUEUED.try_with(|q| q.set(true));
     }
 }
 
@@ -157,17 +204,11 @@ unsafe fn drop_outer(this: NonNull<Header>, old: u64, base: usize) {
 #[cold]
 #[inline(never)]
 fn keep_panic(payload: Box<dyn core::any::Any + Send>) {
-    let mut payload = Some(payload);
-    let _ = QUEUE.try_with(|q| {
+    with_queue(true, |q| {
         let first = q.panic.take();
-        q.panic.set(first.or(payload.take()));
-        let _ = QUEUED.try_with(|q| q.set(true));
+        q.panic.set(first.or(Some(payload)));
     });
-    if let Some(payload) = payload {
-        // The queue is gone (thread-local destruction): nobody would
-        // re-raise it later.
-        resume_unwind(payload);
-    }
+    let _ = QUEUED.try_with(|q| q.set(true));
 }
 
 /// Runs `f` with every value whose count reaches zero inside it queued
@@ -234,28 +275,24 @@ fn drain() -> Panic {
             }
         }
     }
-    let nested = QUEUE
-        .try_with(|q| {
-            // Gives back the memory of an unusually long queue.
-            const KEEP: usize = 1024;
-            let mut pending = q.pending.borrow_mut();
-            if pending.capacity() > KEEP {
-                pending.shrink_to(KEEP);
-            }
-            drop(pending);
-            q.panic.take()
-        })
-        .ok()
-        .flatten();
+    let nested = with_queue(false, |q| {
+        // Gives back the memory of an unusually long queue.
+        const KEEP: usize = 1024;
+        let mut pending = q.pending.borrow_mut();
+        if pending.capacity() > KEEP {
+            pending.shrink_to(KEEP);
+        }
+        drop(pending);
+        q.panic.take()
+    })
+    .flatten();
+    free_fallback();
     first.or(nested)
 }
 
 /// The next queued value, if any.
 fn pop() -> Option<Pending> {
-    QUEUE
-        .try_with(|q| q.pending.borrow_mut().pop())
-        .ok()
-        .flatten()
+    with_queue(false, |q| q.pending.borrow_mut().pop()).flatten()
 }
 
 /// Drops the value, then releases the memory reference (also if the
