@@ -73,7 +73,12 @@
 //! No trigger fires while the thread unwinds from a panic: the collection
 //! would run destructors of unrelated garbage, and a panic of one of those,
 //! re-raised during the unwind, would abort the process. The roots wait
-//! for the next collection.
+//! for the next collection. A thread-local's destructor at thread exit is
+//! the one place this cannot be told apart (no Rust API says that
+//! thread-locals are being destroyed): a handle dropped there may still
+//! trigger a collection while the collector's own state is alive, and a
+//! panicking `Drop` of the garbage it finds then aborts the process, as any
+//! panic out of a thread-local's destructor does.
 //!
 //! # Ripening
 //! A collection the Adaptive policy starts on its root count (or a full one

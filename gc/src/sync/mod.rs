@@ -301,7 +301,13 @@
 //! collects on a thread that is unwinding from a panic: the collection
 //! would run destructors of unrelated garbage there, and re-raising a
 //! panic of one of those would abort the process; the roots wait for the
-//! next collection.
+//! next collection. A thread-local's destructor at thread exit is the one
+//! place this cannot be told apart (no Rust API says that thread-locals are
+//! being destroyed): a handle dropped there may still trigger a collection,
+//! and a panicking `Drop` of the garbage it finds then aborts the process,
+//! as any panic out of a thread-local's destructor does. A thread that
+//! keeps handles in thread-locals and has destructors that may panic
+//! should empty them (or call [`collect`]) before it ends.
 //!
 //! # Generations
 //!
