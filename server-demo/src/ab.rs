@@ -71,7 +71,7 @@ pub struct AbArgs {
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..=256))]
     pub load_threads: u16,
     /// One slice of load, e.g. 2s.
-    #[arg(long, default_value = "2s", value_parser = crate::parse_duration)]
+    #[arg(long, default_value = "2s", value_parser = crate::parse_positive_duration)]
     pub slice: Duration,
     /// Pairs of slices (each loads A once and B once).
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=1000))]

@@ -115,7 +115,7 @@ pub struct CompareArgs {
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub connections: Option<u32>,
     /// Measured load per run, e.g. 10s [default: 10s, or the preset's 60s].
-    #[arg(long, value_parser = crate::parse_duration)]
+    #[arg(long, value_parser = crate::parse_positive_duration)]
     pub duration: Option<Duration>,
     /// Warm-up load before each measured run.
     #[arg(long, default_value = "1s", value_parser = crate::parse_duration)]

@@ -90,6 +90,9 @@ use crate::stats::ConnStats;
 /// instead (see the module docs).
 pub const DRAIN_LIMIT: usize = 64 * 1024;
 
+/// hyper's read buffer, hence the largest request head (see `serve_http1`).
+pub const MAX_HEAD: usize = 16 * 1024;
+
 /// Descriptors kept back from the default connection cap: listeners, the
 /// runtimes' epoll and wake-up descriptors, stdio, `/proc` reads.
 const RESERVED_FDS: u64 = 64;
@@ -374,6 +377,12 @@ where
     let conn = hyper::server::conn::http1::Builder::new()
         .timer(TokioTimer::new())
         .header_read_timeout(limits.header_timeout + limits.idle_timeout)
+        // A request head is copied into the request's object graph, which
+        // the collectors free by the object, not by the byte: hyper's
+        // default (~400 KiB a head) let four clients sending large heads
+        // make a worker keep ~1 GiB of garbage. 16 KiB, as nginx's largest
+        // header buffers; a larger head gets 431.
+        .max_buf_size(MAX_HEAD)
         .keep_alive(true)
         .half_close(true)
         .serve_connection(io, service);

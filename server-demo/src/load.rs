@@ -33,7 +33,7 @@ pub struct LoadArgs {
     #[arg(long, short = 'c', default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub connections: u32,
     /// How long to load, e.g. 10s, 1m.
-    #[arg(long, short = 'd', default_value = "10s", value_parser = crate::parse_duration)]
+    #[arg(long, short = 'd', default_value = "10s", value_parser = crate::parse_positive_duration)]
     pub duration: Duration,
     /// Load-generator threads.
     #[arg(long, short = 't', default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..=256))]
@@ -70,7 +70,17 @@ impl Target {
         let host = uri
             .host()
             .with_context(|| format!("URL {url:?} has no host"))?;
-        let port = uri.port_u16().unwrap_or(80);
+        // `Uri` keeps a port that does not fit a `u16` (`port_u16` is then
+        // `None`, which used to mean port 80).
+        let port = match uri.authority().and_then(|a| {
+            let a = a.as_str();
+            a.rsplit_once(':').filter(|_| !a.ends_with(']'))
+        }) {
+            None | Some((_, "")) => 80,
+            Some((_, p)) => p
+                .parse::<u16>()
+                .map_err(|_| anyhow::anyhow!("invalid port {p:?} in {url:?}"))?,
+        };
         let addr = (host.trim_matches(['[', ']']), port)
             .to_socket_addrs()
             .with_context(|| format!("cannot resolve {host}"))?
@@ -78,7 +88,7 @@ impl Target {
             .with_context(|| format!("{host} has no address"))?;
         let path = uri.path_and_query().map_or("/", |p| p.as_str()).to_owned();
         let host = match uri.port_u16() {
-            Some(p) => format!("{host}:{p}"),
+            Some(_) => format!("{host}:{port}"),
             None => host.to_owned(),
         };
         Ok(Target { addr, host, path })

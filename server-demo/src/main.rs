@@ -59,8 +59,25 @@ enum Command {
 
 /// Parses durations like `10s`, `500ms`, `1m`.
 fn parse_duration(s: &str) -> Result<Duration, String> {
-    humantime::parse_duration(s).map_err(|e| format!("{e} (examples: 10s, 500ms, 1m)"))
+    let d = humantime::parse_duration(s).map_err(|e| format!("{e} (examples: 10s, 500ms, 1m)"))?;
+    if d > MAX_DURATION {
+        return Err(format!("{s} is longer than the longest allowed, 1 day"));
+    }
+    Ok(d)
 }
+
+/// Parses a duration of load or a timeout: at least 1 ms, at most a day.
+fn parse_positive_duration(s: &str) -> Result<Duration, String> {
+    let d = parse_duration(s)?;
+    if d < Duration::from_millis(1) {
+        return Err(format!("{s} is shorter than the shortest allowed, 1ms"));
+    }
+    Ok(d)
+}
+
+/// The longest duration a flag takes (deadlines are computed by adding it
+/// to the clock, which overflowed for absurd values).
+const MAX_DURATION: Duration = Duration::from_secs(24 * 60 * 60);
 
 /// Parses the command line; on an error prints the message and, when clap's
 /// message lacks one, the usage of the subcommand that was named.

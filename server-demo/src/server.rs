@@ -59,11 +59,11 @@ pub struct ServeArgs {
     pub runtime: Runtime,
     /// Time a client gets to send a request head: from its first byte, or
     /// from the connection's start for the first request.
-    #[arg(long, default_value = "10s", value_parser = crate::parse_duration)]
+    #[arg(long, default_value = "10s", value_parser = crate::parse_positive_duration)]
     pub header_timeout: Duration,
     /// Time a connection may stay without traffic (between requests, or in
     /// a request whose body or response does not move).
-    #[arg(long, default_value = "60s", value_parser = crate::parse_duration)]
+    #[arg(long, default_value = "60s", value_parser = crate::parse_positive_duration)]
     pub idle_timeout: Duration,
     /// Connections open at once; more are answered 503 and closed
     /// [default: the RLIMIT_NOFILE soft limit, raised to the hard limit, minus 64].

@@ -390,6 +390,17 @@ fn bad_requests_get_4xx_and_half_closing_clients_their_responses() {
         old.send_raw(b"GET / HTTP/1.0\r\n\r\n");
         assert_eq!(old.read_response().status, 200, "{runtime}");
 
+        // A head larger than 16 KiB: 431, and the server keeps answering
+        // (hyper's default let a head of ~400 KiB into the request graph).
+        let mut big = Conn::open(server.addr);
+        let value = "x".repeat(20 * 1024);
+        big.send_raw(format!("GET / HTTP/1.1\r\nHost: test\r\nX-Big: {value}\r\n\r\n").as_bytes());
+        assert_eq!(big.read_response().status, 431, "{runtime}");
+        let mut fits = Conn::open(server.addr);
+        let value = "x".repeat(12 * 1024);
+        fits.send_raw(format!("GET / HTTP/1.1\r\nHost: test\r\nX-Big: {value}\r\n\r\n").as_bytes());
+        assert_eq!(fits.read_response().status, 200, "{runtime}");
+
         // 405 names the methods that are allowed.
         let mut conn = Conn::open(server.addr);
         conn.send_raw(b"DELETE / HTTP/1.1\r\nHost: test\r\n\r\n");
@@ -413,12 +424,12 @@ fn bad_requests_get_4xx_and_half_closing_clients_their_responses() {
 
         let s = stats(server.addr);
         assert_eq!(s["connections"]["closed_after_body"], 2, "{runtime}: {s}");
-        // The handler saw the two `/` over HTTP/1.1 and 1.0, the 405, the
-        // half-closed ones and this `/stats`; not the rejected heads and
-        // bodies.
+        // The handler saw the two `/` over HTTP/1.1 and 1.0, the 12 KiB
+        // head, the 405, the half-closed ones and this `/stats`; not the
+        // rejected heads and bodies.
         assert_eq!(
             s["total"]["requests"],
-            4 + HALF_CLOSES * PIPELINED,
+            5 + HALF_CLOSES * PIPELINED,
             "{runtime}: {s}"
         );
         assert!(server.terminate().success());

@@ -122,6 +122,20 @@ fn bad_flags_print_usage() {
         &["ab", "--pairs", "0"],
         &["ab", "--slice", "soon"],
         &["ab", "--b", "rc"],
+        // Durations beyond a day overflowed the deadlines (a panic); zero
+        // loads measured nothing, and sub-millisecond timeouts were 0 ms.
+        &[
+            "load",
+            "--url",
+            "http://127.0.0.1:1/",
+            "-d",
+            "300000000000y",
+        ],
+        &["load", "--url", "http://127.0.0.1:1/", "-d", "0s"],
+        &["compare", "--duration", "2d"],
+        &["ab", "--slice", "0s"],
+        &["serve", "--header-timeout", "300000000000y"],
+        &["serve", "--idle-timeout", "500us"],
         &["frobnicate"],
     ] {
         let out = Command::new(EXE).args(args).output().unwrap();
@@ -129,6 +143,14 @@ fn bad_flags_print_usage() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(stderr.contains("Usage"), "{args:?}: {stderr}");
     }
+    // A port that does not fit 16 bits is an error, not port 80.
+    let out = Command::new(EXE)
+        .args(["load", "--url", "http://127.0.0.1:99999/", "-d", "1s"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("invalid port \"99999\""), "{stderr}");
     for sub in ["serve", "load", "compare", "ab"] {
         let out = Command::new(EXE).args([sub, "--help"]).output().unwrap();
         assert!(out.status.success());
