@@ -95,6 +95,13 @@
 //!      once and re-trace it (the Σ-test) and release the locks; then the
 //!      Δ-test. A failing component is unclaimed and buffered again, and left
 //!      for later.
+//!    - *Stale snapshots*: a Δ-test compares words, which the 27-bit
+//!      modification counter makes proof of no change only for snapshots
+//!      younger than `age::MAX_AGE` (20 ms) at the claim. Past that, the
+//!      fast path unclaims and each component is validated without its
+//!      snapshots (`sigma_claim`): a re-trace with all of its cells locked,
+//!      then each member claimed by a `fetch_or` that must find its count
+//!      equal to its in-degree plus the hold, before the cells unlock.
 //! 5. **Free** the doomed members (marked dead when doomed): drop every
 //!    value (a panic is kept and re-raised at the end), then set `GONE` on
 //!    each and release its hold (`Header::release_doomed`). With every value
@@ -297,6 +304,7 @@ use core::ptr::NonNull;
 use core::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 
+use super::age::Stamp;
 use super::drops::{self, Panic};
 use super::header::{count, Drained, Header, CLAIMED, DOOMED};
 use super::prim::MutexGuard;
@@ -935,6 +943,8 @@ fn collect_locked(
     let promote = kind != Kind::Full { promote: false };
 
     // 1. Drain (a minor collection leaves the old objects' entries alone).
+    //    Every snapshot is taken after `since`, which bounds its age.
+    let since = Stamp::drain();
     global.drain(&mut w.entries, kind == Kind::Local);
     if !minor {
         w.entries.append(&mut global.old_roots.lock());
@@ -973,7 +983,7 @@ fn collect_locked(
     let mut start = 0;
     while start < w.roots.len() {
         let end = w.roots.len().min(start.saturating_add(group));
-        let (f, t, p, o) = judge_group(global, w, minor, promote, start..end, dying);
+        let (f, t, p, o) = judge_group(global, w, minor, promote, start..end, since, dying);
         freed += f;
         traced += t;
         promoted += p;
@@ -1023,6 +1033,7 @@ fn judge_group(
     minor: bool,
     promote: bool,
     group: core::ops::Range<usize>,
+    since: Stamp,
     dying: &mut Vec<NonNull<Header>>,
 ) -> (usize, usize, usize, u64) {
     // 2. Trace root by root (each root's tree at once), holding every target
@@ -1110,9 +1121,9 @@ fn judge_group(
     // 4. Validation. Fast path: the whole candidate garbage at once, when all
     //    of it was pinned (its Σ-test is the trial itself); otherwise, or if
     //    a Δ-test fails, component by component with a re-trace.
-    let pinned = claim_pinned(w);
+    let pinned = claim_pinned(w, since);
     if !pinned {
-        validate_components(w);
+        validate_components(w, since);
     }
 
     // 5. Free the doomed (marked dead by `doom`): their holds go to `dying`,
@@ -1201,9 +1212,10 @@ fn trace_node(w: &mut Work, i: usize, minor: bool) {
 /// edge at t*). Then the Δ-test: CAS every member's word from its snapshot
 /// to `CLAIMED`; if all succeed, the counts held from each snapshot through
 /// t* to the claim, and everything is doomed. Returns `false`, having
-/// claimed nothing, if an edge crosses windows or a Δ-test failed (the
-/// caller then validates component by component).
-fn claim_pinned(w: &mut Work) -> bool {
+/// claimed nothing, if an edge crosses windows, a Δ-test failed or the
+/// snapshots (taken after `since`) were too old for it (`age.rs`): the
+/// caller then validates component by component.
+fn claim_pinned(w: &mut Work, since: Stamp) -> bool {
     debug_assert!(w.doomed.is_empty());
     let n = w.nodes.len();
     // With one window (the usual case) no edge can cross.
@@ -1215,16 +1227,17 @@ fn claim_pinned(w: &mut Work) -> bool {
             continue;
         }
         if !claim(&w.nodes[i]) {
-            for &undo in &w.doomed {
-                // SAFETY: held.
-                unsafe { w.nodes[undo as usize].header.as_ref() }
-                    .word
-                    .fetch_and(!CLAIMED, AcqRel);
-            }
+            unclaim(w, &w.doomed);
             w.doomed.clear();
             return false;
         }
         w.doomed.push(i as u32);
+    }
+    // After the last claim: every equal word proved an unchanged one.
+    if !since.fresh() {
+        unclaim(w, &w.doomed);
+        w.doomed.clear();
+        return false;
     }
     // Backwards: the claims just walked the members forwards, and step 5
     // frees them forwards, so each pass starts on the headers the previous
@@ -1274,6 +1287,16 @@ fn claim(node: &Node) -> bool {
         .is_ok()
 }
 
+/// Takes back the claims on `members` (their validation failed).
+fn unclaim(w: &Work, members: &[u32]) {
+    for &m in members {
+        // SAFETY: held.
+        unsafe { w.nodes[m as usize].header.as_ref() }
+            .word
+            .fetch_and(!CLAIMED, AcqRel);
+    }
+}
+
 /// Whether an edge between candidate garbage nodes crosses from one pin
 /// window to another (then some component spans windows, and its trace is
 /// no snapshot of one instant). Test
@@ -1312,7 +1335,7 @@ fn doom(node: &Node) {
 /// candidate garbage (union-find, grouped without hashing), each validated
 /// on its own with a re-trace ([`validate`]); the members of the components
 /// that pass go to `w.doomed`, the others are buffered again.
-fn validate_components(w: &mut Work) {
+fn validate_components(w: &mut Work, since: Stamp) {
     let n = w.nodes.len();
     w.parent.extend(0..n as u32);
 
@@ -1377,7 +1400,7 @@ fn validate_components(w: &mut Work) {
             w.bounds[c as usize] as usize,
             w.bounds[c as usize + 1] as usize,
         );
-        if validate(w, a, b, c) {
+        if validate(w, a, b, c, since) {
             w.doomed.extend_from_slice(&w.members[a..b]);
         } else {
             for &m in &w.members[a..b] {
@@ -1433,17 +1456,92 @@ fn rebuffer(header: NonNull<Header>) {
     }
 }
 
-/// Validates component `id` (members `w.members[a..b]`) and, on success,
-/// dooms it.
-fn validate(w: &mut Work, a: usize, b: usize, id: u32) -> bool {
-    // A component traced within one pin window needs no re-trace: its trace
-    // is its Σ-test at that window's close (see `claim_pinned`).
-    let window = w.window_of(w.members[a]);
-    let one_window = w.members[a..b].iter().all(|&m| w.window_of(m) == window);
-    if !one_window && !sigma_test(w, a, b, id) {
+/// Validates component `id` (members `w.members[a..b]`, their snapshots
+/// taken after `since`) and, on success, dooms it.
+///
+/// Snapshots too old to back the Δ-test (`age.rs`) are not used: the
+/// component is re-traced with all of its cells locked and each member
+/// claimed at once, its count checked at its claim ([`sigma_claim`]).
+fn validate(w: &mut Work, a: usize, b: usize, id: u32, since: Stamp) -> bool {
+    if since.fresh() {
+        // A component traced within one pin window needs no re-trace: its
+        // trace is its Σ-test at that window's close (see `claim_pinned`).
+        let window = w.window_of(w.members[a]);
+        let one_window = w.members[a..b].iter().all(|&m| w.window_of(m) == window);
+        if !one_window && !sigma_test(w, a, b, id) {
+            return false;
+        }
+        if !claim_all(w, a, b) {
+            return false;
+        }
+        if since.fresh() {
+            doom_all(w, a, b);
+            return true;
+        }
+        unclaim(w, &w.members[a..b]);
+    }
+    if !sigma_claim(w, a, b, id) {
         return false;
     }
-    delta_test(w, a, b)
+    doom_all(w, a, b);
+    true
+}
+
+/// The Σ- and Δ-tests of component `id` (members `w.members[a..b]`) without
+/// snapshots: a re-trace locks every cell of the component and counts each
+/// member's in-degree from the members; then, with every cell still locked,
+/// each member is claimed by a `fetch_or` whose result must show exactly
+/// that in-degree plus our hold. Claims all, or none.
+///
+/// At member `m`'s claim, every strong reference to it is then a member's
+/// edge or our hold. The edges sit in locked cells or in fields that change
+/// only through `&mut` (impossible while we hold the member), so no thread
+/// can reach `m` but through a handle of its own, and there is none: its
+/// count would be higher. So its count cannot change from its claim on
+/// (clones need a handle; `Weak::upgrade` waits while it is `CLAIMED`).
+/// After the last claim, at one instant with every cell still locked, every
+/// member's count is its in-degree plus the hold: the Σ-test holds there,
+/// and nothing changed on any member since its claim: the Δ-test, with no
+/// snapshot to compare and so no modification counter to trust.
+fn sigma_claim(w: &mut Work, a: usize, b: usize, id: u32) -> bool {
+    for k in a..b {
+        let m = w.members[k] as usize;
+        w.nodes[m].trial = 0;
+    }
+    for k in a..b {
+        let m = w.members[k] as usize;
+        w.targets.clear();
+        let header = w.nodes[m].header;
+        // SAFETY: `m` is held until `finish`, after `guards` is emptied.
+        if unsafe { trace_into(header, &mut w.targets, &mut w.guards, &mut w.panic) } {
+            w.guards.clear();
+            return false;
+        }
+        for t in 0..w.targets.len() {
+            let target = w.targets[t].cast::<Header>();
+            // SAFETY: reported by a handle in a locked cell or held object.
+            if let Some(j) = unsafe { w.node_of(target) } {
+                if w.member_of[j as usize] == id {
+                    w.nodes[j as usize].trial += 1;
+                }
+            }
+        }
+    }
+    for k in a..b {
+        let node = &mut w.nodes[w.members[k] as usize];
+        // SAFETY: held.
+        let old = unsafe { node.header.as_ref() }
+            .word
+            .fetch_or(CLAIMED, AcqRel);
+        node.word = old;
+        if count(old) as i64 != node.trial + 1 {
+            unclaim(w, &w.members[a..=k]);
+            w.guards.clear();
+            return false;
+        }
+    }
+    w.guards.clear();
+    true
 }
 
 /// The Σ-test of component `id` (members `w.members[a..b]`) by a re-trace.
@@ -1484,23 +1582,22 @@ fn sigma_test(w: &mut Work, a: usize, b: usize, id: u32) -> bool {
     closed
 }
 
-/// The Δ-test of the members `w.members[a..b]` and, on success, their doom.
-fn delta_test(w: &mut Work, a: usize, b: usize) -> bool {
+/// The Δ-test of the members `w.members[a..b]`: claims them all, or none.
+fn claim_all(w: &mut Work, a: usize, b: usize) -> bool {
     // Δ-test: no clone, drop, upgrade or buffering happened on any member
     // since its snapshot, which covers t*.
     for k in a..b {
         if !claim(&w.nodes[w.members[k] as usize]) {
-            for &undo in &w.members[a..k] {
-                // SAFETY: held.
-                unsafe { w.nodes[undo as usize].header.as_ref() }
-                    .word
-                    .fetch_and(!CLAIMED, AcqRel);
-            }
+            unclaim(w, &w.members[a..k]);
             return false;
         }
     }
+    true
+}
+
+/// Dooms the claimed members `w.members[a..b]`.
+fn doom_all(w: &Work, a: usize, b: usize) {
     for &m in &w.members[a..b] {
         doom(&w.nodes[m as usize]);
     }
-    true
 }

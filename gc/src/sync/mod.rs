@@ -222,9 +222,18 @@
 //! validation, until `t*`. Any other cell type must not hold `sync::Gc`
 //! handles that change through `&self`. `sync::Gc` requires `T: Send + Sync`, which rules out
 //! `RefCell`/`Cell` interiors. The modification counter has 27 bits: the
-//! Δ-test could only be fooled by a multiple of 2^27 mutator operations on
-//! one member between its snapshot and its CAS that also restore its exact
-//! count.
+//! Δ-test could be fooled by a multiple of 2^27 mutator operations on one
+//! member between its snapshot and its CAS that also restore its exact
+//! count (a collector stalled long enough by a slow `Trace` did free a
+//! borrowed value: `gc/tests/sync_counter_wrap.rs`). So snapshots back a
+//! Δ-test only while they are younger than 20 ms (`age.rs`: 2^27 RMWs of
+//! one word take over 0.3 s); a collection whose snapshots are older
+//! validates each component without them: a re-trace locks all of its
+//! cells and counts the in-degrees, then each member is claimed by a
+//! `fetch_or` whose result must show that in-degree plus the hold, all
+//! before the cells unlock (`collector::sigma_claim`: at the last claim
+//! the Σ-test holds, and no member changed since its claim, with no
+//! counter involved). Loom models `stale_*` force that path.
 //!
 //! *Generations do not weaken this.* A generation only decides which
 //! objects enter the graph; it never enters the tests. A minor collection
@@ -508,6 +517,7 @@
 //! `sync::Gc<T>` whose `T` cannot own pointers is not reported (the leaf is
 //! not in the graph; its count keeps that edge as an external reference).
 
+mod age;
 #[cfg(not(loom))]
 mod background;
 mod buffer;
@@ -523,6 +533,9 @@ mod shared;
 mod state;
 mod unsize;
 
+#[cfg(loom)]
+#[doc(hidden)]
+pub use age::force_stale as force_stale_snapshots;
 #[cfg(not(loom))]
 pub use background::{collector_mode, set_collector_mode, stop_collector_thread, CollectorMode};
 pub use cells::TraceLock;

@@ -727,3 +727,28 @@ fn get_mut_and_try_unwrap_while_another_thread_collects() {
     collector.join().unwrap();
     assert_eq!(drops.load(SeqCst), 2 * rounds);
 }
+
+// ---------------------------------------------------------------------------
+// The modification counter's wrap: snapshots older than `age::MAX_AGE` are
+// taken again and the component re-traced against them
+// (`gc/tests/sync_counter_wrap.rs` has the stalled collector itself). Here
+// every snapshot counts as stale, and the collections still free exactly
+// the garbage: cycles, cells locked by mutators, components across pin
+// windows, a handle moved between windows, destructors storing handles.
+
+#[test]
+fn with_stale_snapshots_collections_still_free_exactly_the_garbage() {
+    struct Fresh;
+    impl Drop for Fresh {
+        fn drop(&mut self) {
+            super::age::force_stale(false);
+        }
+    }
+    super::age::force_stale(true);
+    let _fresh = Fresh;
+    super::tests::cycles_are_collected_and_reachable_ones_kept();
+    super::tests::a_locked_cell_keeps_its_cycle_until_unlocked();
+    super::tests::cycles_within_and_across_pin_windows();
+    super::tests::a_move_between_windows_is_caught_by_the_retrace();
+    super::tests::a_destructor_that_stores_a_dead_handle();
+}

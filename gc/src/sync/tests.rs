@@ -91,7 +91,7 @@ fn counts_clone_drop_and_weak() {
 }
 
 #[test]
-fn cycles_are_collected_and_reachable_ones_kept() {
+pub(super) fn cycles_are_collected_and_reachable_ones_kept() {
     let _s = serial();
     let drops = Arc::new(AtomicUsize::new(0));
     // a <-> b, plus a self-loop c, plus d -> a (d external root).
@@ -352,7 +352,7 @@ fn new_cyclic_refers_to_itself() {
 }
 
 #[test]
-fn a_locked_cell_keeps_its_cycle_until_unlocked() {
+pub(super) fn a_locked_cell_keeps_its_cycle_until_unlocked() {
     let _s = serial();
     let drops = Arc::new(AtomicUsize::new(0));
     let (a, b) = (node(&drops), node(&drops));
@@ -380,7 +380,7 @@ fn a_locked_cell_keeps_its_cycle_until_unlocked() {
 static STASH: Mutex<Option<Gc<Node>>> = Mutex::new(None);
 
 #[test]
-fn a_destructor_that_stores_a_dead_handle() {
+pub(super) fn a_destructor_that_stores_a_dead_handle() {
     let _s = serial();
     struct Stasher {
         partner: Mutex<Option<Gc<Node>>>,
@@ -678,7 +678,7 @@ fn forwarded_traits() {
 /// validated by a re-trace; a ring with an outside handle spans windows too
 /// and must survive.
 #[test]
-fn cycles_within_and_across_pin_windows() {
+pub(super) fn cycles_within_and_across_pin_windows() {
     let _s = serial();
     let (pairs, ring) = if cfg!(miri) { (20, 40) } else { (3000, 10_000) };
     let drops = Arc::new(AtomicUsize::new(0));
@@ -773,7 +773,7 @@ static PARKED: Mutex<Option<Gc<Win>>> = Mutex::new(None);
 /// return `false` the component is claimed by the Δ-test alone and freed
 /// under the parked handle (this test then fails on the drop count).
 #[test]
-fn a_move_between_windows_is_caught_by_the_retrace() {
+pub(super) fn a_move_between_windows_is_caught_by_the_retrace() {
     let _s = serial();
     collect(); // no other test's roots: `t` is the only root
     let drops = Arc::new(AtomicUsize::new(0));
