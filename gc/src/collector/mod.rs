@@ -886,8 +886,12 @@ fn run(kind: Kind, ripen: bool, triggered: bool) {
         );
     });
     drop(running);
+    // Not while unwinding (a `collect()` from a destructor the unwind runs):
+    // a second panic would abort the process. The hook reported it.
     if let Err(payload) = outcome {
-        panic::resume_unwind(payload);
+        if !std::thread::panicking() {
+            panic::resume_unwind(payload);
+        }
     }
     // A `collect()` from a destructor above runs now (a few rounds at most,
     // so destructors that keep asking cannot loop forever).
@@ -975,7 +979,10 @@ unsafe fn release_hold(object: Object) {
 /// destruction), so a thread that leaves garbage cycles behind should call
 /// `collect()` before it ends; otherwise they leak. Called from a destructor during a collection, it runs
 /// right after the current collection. A panic from a value's `Drop` is
-/// re-raised here once the collector is consistent again.
+/// re-raised here once the collector is consistent again, unless the thread
+/// is unwinding (a `collect()` from a destructor that an unwind runs): a
+/// second panic would abort the process, so it is only reported (by the
+/// panic hook).
 ///
 /// ```
 /// use std::cell::RefCell;

@@ -811,11 +811,15 @@ fn collecting() -> bool {
 /// One collection under `lock`, as a drop batch: the values whose count
 /// reaches zero during it (a hold released last, a field of a garbage value)
 /// are dropped after the lock is released, each under `catch_unwind`. Then
-/// the first panic (of a `Trace`, then of a `Drop`) is re-raised.
+/// the first panic (of a `Trace`, then of a `Drop`) is re-raised, unless
+/// the thread is unwinding (a `collect()` from a destructor the unwind
+/// runs): a second panic would abort the process. The hook reported it.
 fn run(global: &Global, lock: MutexGuard<'_, ()>, kind: Kind) -> (usize, usize) {
     let ((freed, traced, panic), dropped) = drops::batch(|| run_locked(global, lock, kind));
     if let Some(payload) = panic.or(dropped) {
-        resume_unwind(payload);
+        if !std::thread::panicking() {
+            resume_unwind(payload);
+        }
     }
     (freed, traced)
 }

@@ -559,6 +559,11 @@ use crate::{Policy, Stats};
 /// `collect()`. (Automatic collections never block like this: they wait
 /// boundedly, see *Policies*.) Returns at once when called from a
 /// destructor running inside a collection.
+///
+/// The first panic of a `Trace` or a `Drop` it ran is re-raised when it
+/// returns, unless the thread is unwinding (a `collect()` from a destructor
+/// that an unwind runs): a second panic would abort the process, so it is
+/// only reported (by the panic hook).
 pub fn collect() {
     collector::collect_explicit(collector::Kind::full_for_this_thread(), 8);
     // As the per-thread `collect`: the memory this thread's collections
