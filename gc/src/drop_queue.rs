@@ -53,6 +53,7 @@ use core::ptr::NonNull;
 use std::panic::{self, AssertUnwindSafe};
 
 use crate::collector;
+use crate::fallback::FallbackSlot;
 use crate::header::{self, Object, RcBox};
 use crate::stack::{self, stack_address, Frame};
 use crate::unsize::Pointee;
@@ -88,14 +89,8 @@ struct Queue {
 
 thread_local! {
     static QUEUE: Queue = const { Queue::new() };
-    /// The queue of the frees that run after `QUEUE` was destroyed (in the
-    /// destructors of thread-locals destroyed after it): allocated by the
-    /// first of them that must queue an object or keep a panic, freed by
-    /// the drainer once it has drained it; null otherwise. It has no
-    /// destructor, so it is never destroyed: without it, such frees ran in
-    /// place, and a chain of a million objects dropped by a thread-local's
-    /// destructor overflowed the stack (`tests/thread_exit.rs`).
-    static FALLBACK: Cell<*mut Queue> = const { Cell::new(core::ptr::null_mut()) };
+    /// The queue once `QUEUE` is destroyed (see `crate::fallback`).
+    static FALLBACK: FallbackSlot<Queue> = const { FallbackSlot::new() };
 }
 
 impl Queue {
@@ -205,24 +200,12 @@ fn drain() -> Option<Box<dyn std::any::Any + Send>> {
         .unwrap_or_else(|_| drain_fallback())
 }
 
-/// Runs `f` on the fallback queue (see `FALLBACK`), allocated first if
-/// there is none and `create`.
-#[cold]
-#[inline(never)]
+/// Runs `f` on the fallback queue, allocated first if there is none and
+/// `create`.
 fn with_fallback<R>(create: bool, f: impl FnOnce(&Queue) -> R) -> Option<R> {
-    let mut queue = FALLBACK.with(Cell::get);
-    if queue.is_null() {
-        if !create {
-            return None;
-        }
-        queue = Box::into_raw(Box::new(Queue::new()));
-        FALLBACK.with(|q| q.set(queue));
-    }
-    // SAFETY: a non-null `FALLBACK` is a live `Box` of this thread's (the
-    // `Queue` is `!Sync`), freed only by `drain_fallback` when the drainer
-    // has drained it, which no free nested in the drainer (the only callers
-    // while it is set) outlives.
-    Some(f(unsafe { &*queue }))
+    // SAFETY: only `drain_fallback` frees the queue, after the drainer's
+    // drain; the other callers are frees nested in the drainer.
+    FALLBACK.with(|slot| unsafe { slot.with(create, Queue::new, f) })
 }
 
 /// The drainer's drain of the fallback queue, if there is one; then frees it.
@@ -230,13 +213,8 @@ fn with_fallback<R>(create: bool, f: impl FnOnce(&Queue) -> R) -> Option<R> {
 #[inline(never)]
 fn drain_fallback() -> Option<Box<dyn std::any::Any + Send>> {
     let panic = with_fallback(false, Queue::drain).flatten();
-    let queue = FALLBACK.with(|q| q.replace(core::ptr::null_mut()));
-    if !queue.is_null() {
-        // SAFETY: allocated by `with_fallback`, and no reference to it is
-        // left: its drain has returned, and the frees that used it ran
-        // inside the drainer, before.
-        drop(unsafe { Box::from_raw(queue) });
-    }
+    // SAFETY: drained; the frees that used it ran inside the drainer.
+    FALLBACK.with(|slot| unsafe { slot.free() });
     panic
 }
 

@@ -60,6 +60,7 @@
 
 mod collector;
 mod drop_queue;
+mod fallback;
 mod guards;
 mod handle;
 mod header;

@@ -7,22 +7,18 @@
 //! roots must stay buffered instead, for a collection after the unwind.
 //! (A test that fails aborts this test binary.)
 
+mod common;
+
 use std::cell::RefCell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::Mutex;
 
+use common::panic_message;
+
 /// Live handles whose second handles the unwind drops: well past the
 /// Adaptive trigger of both collectors.
 const LIVE: usize = if cfg!(miri) { 600 } else { 5_000 };
-
-fn panic_message(payload: &(dyn std::any::Any + Send)) -> &str {
-    payload
-        .downcast_ref::<&str>()
-        .copied()
-        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
-        .unwrap_or("")
-}
 
 /// The test, for one kind of pointer: `$gc` is the collector module
 /// (`Gc`, `collect`, `stats`, `set_policy`), `$cell` the cell a node links

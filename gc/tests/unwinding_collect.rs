@@ -3,18 +3,14 @@
 //! destructor: raised there, it would be a panic during unwinding and abort
 //! the process. (A test that fails aborts this test binary.)
 
+mod common;
+
 use std::cell::RefCell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::Mutex;
 
-fn panic_message(payload: &(dyn std::any::Any + Send)) -> &str {
-    payload
-        .downcast_ref::<&str>()
-        .copied()
-        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
-        .unwrap_or("")
-}
+use common::panic_message;
 
 /// The test, for one kind of pointer: `$gc` is the collector module, `$cell`
 /// the cell a node links through and `$set` how a link is set.

@@ -242,3 +242,97 @@ where
     builder.max_branches = 100_000;
     builder.check(f);
 }
+
+/// Two nodes `a <-> b`.
+pub fn pair(book: &Arc<Book>) -> (Gc<Node>, Gc<Node>) {
+    let (a, b) = (Node::new(book, 0), Node::new(book, 1));
+    a.link(&b);
+    b.link(&a);
+    (a, b)
+}
+
+/// The common shape: `a <-> b` with `b` buffered (its only handle is in
+/// `a`'s cell); `mutator` gets the only outside handle, `a`, on a second
+/// thread while the main thread collects. With `stale`, the collections'
+/// snapshots count as too old for the Δ-test
+/// (`recycler::sync::force_stale_snapshots`).
+pub fn pair_against_collector(mutator: fn(Gc<Node>), stale: bool) {
+    model(move || {
+        recycler::sync::set_policy(recycler::Policy::Manual);
+        recycler::sync::force_stale_snapshots(stale);
+        let book = Book::new(2);
+        let (a, b) = pair(&book);
+        drop(b);
+        let t = loom::thread::spawn(move || mutator(a));
+        recycler::sync::collect();
+        t.join().unwrap();
+        book.finish();
+        recycler::sync::force_stale_snapshots(false);
+    });
+}
+
+/// A garbage `a <-> b` collected while `mutator` gets a `Weak` to `a` on a
+/// second thread (`stale` as for [`pair_against_collector`]).
+pub fn garbage_pair_against_upgrade(mutator: fn(recycler::sync::Weak<Node>), stale: bool) {
+    model(move || {
+        recycler::sync::set_policy(recycler::Policy::Manual);
+        recycler::sync::force_stale_snapshots(stale);
+        let book = Book::new(2);
+        let (a, b) = pair(&book);
+        let wa = Gc::downgrade(&a);
+        drop((a, b));
+        let t = loom::thread::spawn(move || mutator(wa));
+        recycler::sync::collect();
+        t.join().unwrap();
+        book.finish();
+        recycler::sync::force_stale_snapshots(false);
+    });
+}
+
+/// Mutators for [`pair_against_collector`], each given `a`, and for
+/// [`garbage_pair_against_upgrade`], given a `Weak` to `a`.
+pub mod mutators {
+    use super::Node;
+    use recycler::sync::{Gc, Weak};
+
+    /// R3: upgrades `a` (if the collector has not doomed it) and uses it.
+    pub fn upgrade_and_check(wa: Weak<Node>) {
+        if let Some(a) = wa.upgrade() {
+            a.check();
+            a.edges.lock().unwrap()[0].check();
+        }
+    }
+
+    /// R2 and R3: upgrades `a`, moves its handle to `b` onto the stack and
+    /// drops `a`.
+    pub fn upgrade_then_move_b_out(wa: Weak<Node>) {
+        if let Some(a) = wa.upgrade() {
+            move_b_out(a);
+        }
+    }
+
+    /// R1: trades the handle on `a` for one on `b`.
+    pub fn trade_a_for_b(a: Gc<Node>) {
+        let hb = a.edges.lock().unwrap()[0].clone();
+        drop(a);
+        hb.check();
+        hb.edges.lock().unwrap()[0].check();
+    }
+
+    /// R2: moves `a`'s handle to `b` out of its cell onto the stack.
+    pub fn move_b_out(a: Gc<Node>) {
+        let hb = a.edges.lock().unwrap().pop().unwrap();
+        drop(a); // a is now only reachable through hb
+        hb.check();
+        hb.edges.lock().unwrap()[0].check();
+    }
+
+    /// R2: moves `a`'s handle to `b` out of its cell and back.
+    pub fn move_b_out_and_back(a: Gc<Node>) {
+        let hb = a.edges.lock().unwrap().pop().unwrap();
+        hb.check();
+        a.edges.lock().unwrap().push(hb);
+        a.check();
+        drop(a);
+    }
+}

@@ -7,56 +7,24 @@ use std::sync::Arc;
 
 use loom::sync::Mutex;
 use loom::thread;
-use loom_tests::support::{model, Book, Node};
+use loom_tests::support::{
+    garbage_pair_against_upgrade, model, mutators, pair, pair_against_collector, Book, Node,
+};
 use recycler::sync::{collect, set_policy, Gc};
 use recycler::{Policy, Trace};
-
-/// Two nodes `a <-> b`.
-fn pair(book: &Arc<Book>) -> (Gc<Node>, Gc<Node>) {
-    let (a, b) = (Node::new(book, 0), Node::new(book, 1));
-    a.link(&b);
-    b.link(&a);
-    (a, b)
-}
-
-/// The common shape: `a <-> b` with `b` buffered (its only handle is in
-/// `a`'s cell); `mutator` gets the only outside handle, `a`, on a second
-/// thread while the main thread collects.
-fn pair_against_collector(mutator: fn(Gc<Node>)) {
-    model(move || {
-        set_policy(Policy::Manual);
-        let book = Book::new(2);
-        let (a, b) = pair(&book);
-        drop(b);
-        let t = thread::spawn(move || mutator(a));
-        collect();
-        t.join().unwrap();
-        book.finish();
-    });
-}
 
 /// R1: the mutator trades its handle on `a` for one on `b` while the
 /// collector reads their counts at different times.
 #[test]
 fn count_tear() {
-    pair_against_collector(|a| {
-        let hb = a.edges.lock().unwrap()[0].clone();
-        drop(a);
-        hb.check();
-        hb.edges.lock().unwrap()[0].check();
-    });
+    pair_against_collector(mutators::trade_a_for_b, false);
 }
 
 /// R2: a handle moves out of a cell onto the stack (no count change) while
 /// its former owner is traced.
 #[test]
 fn move_through_mutex() {
-    pair_against_collector(|a| {
-        let hb = a.edges.lock().unwrap().pop().unwrap();
-        drop(a); // a is now only reachable through hb
-        hb.check();
-        hb.edges.lock().unwrap()[0].check();
-    });
+    pair_against_collector(mutators::move_b_out, false);
 }
 
 /// R2, double count: with its own handle on `b`, the mutator moves the
@@ -138,34 +106,13 @@ fn move_between_cells_across_windows() {
 /// traces, so a re-trace sees the same edges as the first trace.
 #[test]
 fn move_out_and_back() {
-    pair_against_collector(|a| {
-        let hb = a.edges.lock().unwrap().pop().unwrap();
-        hb.check();
-        a.edges.lock().unwrap().push(hb);
-        a.check();
-        drop(a);
-    });
+    pair_against_collector(mutators::move_b_out_and_back, false);
 }
 
 /// R3: `Weak::upgrade` of a garbage cycle while the collector dooms it.
 #[test]
 fn upgrade_against_doom() {
-    model(|| {
-        set_policy(Policy::Manual);
-        let book = Book::new(2);
-        let (a, b) = pair(&book);
-        let wa = Gc::downgrade(&a);
-        drop((a, b));
-        let t = thread::spawn(move || {
-            if let Some(a) = wa.upgrade() {
-                a.check();
-                a.edges.lock().unwrap()[0].check();
-            }
-        });
-        collect();
-        t.join().unwrap();
-        book.finish();
-    });
+    garbage_pair_against_upgrade(mutators::upgrade_and_check, false);
 }
 
 /// R4: the collector takes a hold through a buffer entry while the last
@@ -251,15 +198,18 @@ fn drop_to_zero_while_buffered() {
 /// collector traces and validates the cycle.
 #[test]
 fn cell_locked_across_collection() {
-    pair_against_collector(|a| {
-        {
-            let mut edges = a.edges.lock().unwrap();
-            let hb = edges.pop().unwrap();
-            hb.check();
-            edges.push(hb);
-        }
-        drop(a);
-    });
+    pair_against_collector(
+        |a| {
+            {
+                let mut edges = a.edges.lock().unwrap();
+                let hb = edges.pop().unwrap();
+                hb.check();
+                edges.push(hb);
+            }
+            drop(a);
+        },
+        false,
+    );
 }
 
 /// A node whose destructor publishes its partner handle.
@@ -395,12 +345,15 @@ fn get_mut_against_collector() {
 /// it, which may abort; a later collection must free it.
 #[test]
 fn abort_then_eventual_collection() {
-    pair_against_collector(|a| {
-        let c = a.clone();
-        drop(a);
-        c.check();
-        drop(c);
-    });
+    pair_against_collector(
+        |a| {
+            let c = a.clone();
+            drop(a);
+            c.check();
+            drop(c);
+        },
+        false,
+    );
 }
 
 /// Two threads collect the same garbage at once: one collector at a time,

@@ -7,119 +7,39 @@
 //! traded, a handle moved through a cell or out and back, an upgrade.
 #![cfg(loom)]
 
-use std::sync::Arc;
-
-use loom::thread;
-use loom_tests::support::{model, Book, Node};
-use recycler::sync::{collect, force_stale_snapshots, set_policy, Gc};
-use recycler::Policy;
-
-/// `a <-> b` with `b` buffered; `mutator` gets `a` on a second thread while
-/// the main thread collects with stale snapshots.
-fn pair_against_stale_collector(mutator: fn(Gc<Node>)) {
-    model(move || {
-        set_policy(Policy::Manual);
-        force_stale_snapshots(true);
-        let book = Book::new(2);
-        let (a, b) = pair(&book);
-        drop(b);
-        let t = thread::spawn(move || mutator(a));
-        collect();
-        t.join().unwrap();
-        book.finish();
-        force_stale_snapshots(false);
-    });
-}
-
-fn pair(book: &Arc<Book>) -> (Gc<Node>, Gc<Node>) {
-    let (a, b) = (Node::new(book, 0), Node::new(book, 1));
-    a.link(&b);
-    b.link(&a);
-    (a, b)
-}
+use loom_tests::support::{garbage_pair_against_upgrade, mutators, pair_against_collector};
 
 /// R1: the mutator trades its handle on `a` for one on `b`.
 #[test]
 fn stale_count_tear() {
-    pair_against_stale_collector(|a| {
-        let hb = a.edges.lock().unwrap()[0].clone();
-        drop(a);
-        hb.check();
-        hb.edges.lock().unwrap()[0].check();
-    });
+    pair_against_collector(mutators::trade_a_for_b, true);
 }
 
 /// R2: a handle moves out of a cell onto the stack.
 #[test]
 fn stale_move_through_mutex() {
-    pair_against_stale_collector(|a| {
-        let hb = a.edges.lock().unwrap().pop().unwrap();
-        drop(a);
-        hb.check();
-        hb.edges.lock().unwrap()[0].check();
-    });
+    pair_against_collector(mutators::move_b_out, true);
 }
 
 /// R2: a handle leaves its cell and comes back.
 #[test]
 fn stale_move_out_and_back() {
-    pair_against_stale_collector(|a| {
-        let hb = a.edges.lock().unwrap().pop().unwrap();
-        hb.check();
-        a.edges.lock().unwrap().push(hb);
-        a.check();
-        drop(a);
-    });
+    pair_against_collector(mutators::move_b_out_and_back, true);
 }
 
 /// R3: `Weak::upgrade` of a garbage cycle while the collector claims it.
 #[test]
 fn stale_upgrade_against_claim() {
-    model(|| {
-        set_policy(Policy::Manual);
-        force_stale_snapshots(true);
-        let book = Book::new(2);
-        let (a, b) = pair(&book);
-        let wa = Gc::downgrade(&a);
-        drop((a, b));
-        let t = thread::spawn(move || {
-            if let Some(a) = wa.upgrade() {
-                a.check();
-                a.edges.lock().unwrap()[0].check();
-            }
-        });
-        collect();
-        t.join().unwrap();
-        book.finish();
-        force_stale_snapshots(false);
-    });
+    garbage_pair_against_upgrade(mutators::upgrade_and_check, true);
 }
 
 /// R2 and R3 together: after the collector counted the in-degrees, the
 /// mutator upgrades a `Weak` to `a`, moves `a`'s handle to `b` onto its
 /// stack and drops `a`. The cells stay locked until every member is
 /// claimed, so the move waits for the claims (which see the upgrade) or
-/// happens before the count (which then misses the moved handle).
+/// happens before the count (which then misses the moved handle). Releasing
+/// the locks before the claims is caught here.
 #[test]
 fn stale_upgrade_then_move() {
-    model(|| {
-        set_policy(Policy::Manual);
-        force_stale_snapshots(true);
-        let book = Book::new(2);
-        let (a, b) = pair(&book);
-        let wa = Gc::downgrade(&a);
-        drop((a, b));
-        let t = thread::spawn(move || {
-            if let Some(a) = wa.upgrade() {
-                let hb = a.edges.lock().unwrap().pop().unwrap();
-                drop(a);
-                hb.check();
-                hb.edges.lock().unwrap()[0].check();
-            }
-        });
-        collect();
-        t.join().unwrap();
-        book.finish();
-        force_stale_snapshots(false);
-    });
+    garbage_pair_against_upgrade(mutators::upgrade_then_move_b_out, true);
 }

@@ -29,6 +29,7 @@ use core::ptr::NonNull;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 
 use super::header::Header;
+use crate::fallback::FallbackSlot;
 use crate::stack::{self, stack_address, Frame};
 
 type Pending = (NonNull<Header>, u64);
@@ -67,14 +68,8 @@ std::thread_local! {
     /// not set it would strand its value (`long_chains_drop_and_collect_without_recursion`
     /// fails).
     static QUEUED: Cell<bool> = const { Cell::new(false) };
-    /// The queue of the drops that run after `QUEUE` was destroyed (in the
-    /// destructors of thread-locals destroyed after it): allocated by the
-    /// first of them that must queue a value or keep a panic, freed by the
-    /// drainer once it has drained it; null otherwise. It has no
-    /// destructor, so it is never destroyed: without it, such drops ran in
-    /// place, and a chain of a million objects dropped by a thread-local's
-    /// destructor overflowed the stack (`tests/thread_exit.rs`).
-    static FALLBACK: Cell<*mut Queue> = const { Cell::new(core::ptr::null_mut()) };
+    /// The queue once `QUEUE` is destroyed (see `crate::fallback`).
+    static FALLBACK: FallbackSlot<Queue> = const { FallbackSlot::new() };
 }
 
 // loom's `thread_local!` takes no `const` initialiser.
@@ -83,47 +78,20 @@ loom::thread_local! {
     static QUEUE: Queue = Queue::new();
     static BASE: Cell<usize> = Cell::new(NO_DRAINER);
     static QUEUED: Cell<bool> = Cell::new(false);
-    static FALLBACK: Cell<*mut Queue> = Cell::new(core::ptr::null_mut());
+    static FALLBACK: FallbackSlot<Queue> = FallbackSlot::new();
 }
 
 /// Runs `f` on this thread's queue: `QUEUE`, or once that is destroyed,
-/// the fallback queue (see `FALLBACK`), allocated first if there is none
-/// and `create`.
+/// the fallback queue (see `crate::fallback`), allocated first if there is
+/// none and `create`.
 fn with_queue<R>(create: bool, f: impl FnOnce(&Queue) -> R) -> Option<R> {
     let mut f = Some(f);
     match QUEUE.try_with(|q| f.take().map(|f| f(q))) {
         Ok(result) => result,
-        Err(_) => with_fallback(create, f.take()?),
-    }
-}
-
-/// [`with_queue`] once `QUEUE` is destroyed.
-#[cold]
-#[inline(never)]
-fn with_fallback<R>(create: bool, f: impl FnOnce(&Queue) -> R) -> Option<R> {
-    let mut queue = FALLBACK.with(Cell::get);
-    if queue.is_null() {
-        if !create {
-            return None;
-        }
-        queue = Box::into_raw(Box::new(Queue::new()));
-        FALLBACK.with(|q| q.set(queue));
-    }
-    // SAFETY: a non-null `FALLBACK` is a live `Box` of this thread's (the
-    // `Queue` is `!Sync`), freed only by `free_fallback` when the drainer
-    // has drained it, which no drop nested in the drainer (the only callers
-    // while it is set) outlives.
-    Some(f(unsafe { &*queue }))
-}
-
-/// Frees the fallback queue, if any, once the drainer has drained it.
-fn free_fallback() {
-    let queue = FALLBACK.with(|q| q.replace(core::ptr::null_mut()));
-    if !queue.is_null() {
-        // SAFETY: allocated by `with_fallback`, and no reference to it is
-        // left: the drain has returned, and the drops that used it ran
-        // inside the drainer, before.
-        drop(unsafe { Box::from_raw(queue) });
+        // SAFETY: only `drain` frees the fallback queue, at the end of the
+        // drainer's drain; the other callers are drops nested in the
+        // drainer.
+        Err(_) => FALLBACK.with(|slot| unsafe { slot.with(create, Queue::new, f.take()?) }),
     }
 }
 
@@ -286,7 +254,8 @@ fn drain() -> Panic {
         q.panic.take()
     })
     .flatten();
-    free_fallback();
+    // SAFETY: drained; the drops that used it ran inside the drainer.
+    FALLBACK.with(|slot| unsafe { slot.free() });
     first.or(nested)
 }
 

@@ -62,3 +62,12 @@ pub fn on_small_stack<F: FnOnce() + Send + 'static>(stack: usize, f: F) {
         .join()
         .unwrap();
 }
+
+/// The payload of a caught panic, as text.
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> &str {
+    payload
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("")
+}
