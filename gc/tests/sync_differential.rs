@@ -14,6 +14,11 @@
 //!
 //! Bounded by operation counts (seconds in `cargo test`); under Miri the
 //! sizes shrink to a few hundred operations on two threads.
+//!
+//! A last run makes 80 collections stall in a node's trace for longer than
+//! the collector trusts its snapshots (20 ms): those validate their garbage
+//! without snapshots, with every cell of a component locked and each
+//! member's count checked at its claim (`sync/age.rs`).
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::sync::{Arc, Mutex};
@@ -21,7 +26,7 @@ use std::sync::{Arc, Mutex};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use recycler::sync::{collect, collect_minor, stats, Gc, Weak};
-use recycler::Trace;
+use recycler::{Trace, Tracer};
 
 const THREADS: &[usize] = if cfg!(miri) { &[2] } else { &[2, 3, 4] };
 const OPS: usize = if cfg!(miri) { 120 } else { 12_000 };
@@ -34,6 +39,28 @@ struct World {
     next_id: AtomicUsize,
     /// Shared cells through which handles move between threads.
     cells: Vec<Mutex<Option<Gc<Node>>>>,
+    /// One node in this many stalls its traces (0: none).
+    stall_every: usize,
+}
+
+/// Stalls left in this run (see [`Stall`]).
+static STALLS: AtomicUsize = AtomicUsize::new(0);
+
+/// If armed, sleeps in its traces while the run has stalls left, past the
+/// age at which the collector stops trusting its snapshots.
+struct Stall(bool);
+
+// SAFETY: it owns no `sync::Gc`.
+unsafe impl Trace for Stall {
+    fn trace(&self, _: &mut Tracer<'_>) {
+        if self.0
+            && STALLS
+                .fetch_update(SeqCst, SeqCst, |n| n.checked_sub(1))
+                .is_ok()
+        {
+            std::thread::sleep(std::time::Duration::from_millis(25));
+        }
+    }
 }
 
 #[derive(Trace)]
@@ -43,6 +70,7 @@ struct Node {
     id: usize,
     #[trace(skip)]
     world: Arc<World>,
+    stall: Stall,
 }
 
 impl Node {
@@ -50,10 +78,12 @@ impl Node {
         let id = world.next_id.fetch_add(1, SeqCst);
         (id < MAX_NODES).then(|| {
             world.alive[id].store(true, SeqCst);
+            let stall = world.stall_every != 0 && id % world.stall_every == 0;
             Gc::new(Node {
                 edges: Mutex::new(Vec::new()),
                 id,
                 world: world.clone(),
+                stall: Stall(stall),
             })
         })
     }
@@ -209,11 +239,12 @@ fn worker(world: Arc<World>, hub: Vec<Gc<Node>>, seed: u64) -> Vec<Gc<Node>> {
     roots
 }
 
-fn run(threads: usize, seed: u64) {
+fn run(threads: usize, seed: u64, stall_every: usize) {
     let world = Arc::new(World {
         alive: (0..MAX_NODES).map(|_| AtomicBool::new(false)).collect(),
         next_id: AtomicUsize::new(0),
         cells: (0..CELLS).map(|_| Mutex::new(None)).collect(),
+        stall_every,
     });
     // The hub: old before the threads start.
     let hub: Vec<Gc<Node>> = (0..HUB).filter_map(|_| Node::new(&world)).collect();
@@ -243,6 +274,10 @@ fn run(threads: usize, seed: u64) {
         i % 3 == 0
     });
     roots.extend(hub.into_iter().step_by(8));
+    // With stalls, the collection that frees most is stale too.
+    if stall_every != 0 {
+        STALLS.store(1, SeqCst);
+    }
     collect();
 
     let allocated = world.next_id.load(SeqCst).min(MAX_NODES);
@@ -278,6 +313,11 @@ fn run(threads: usize, seed: u64) {
 #[test]
 fn threads_with_minor_and_full_collections_free_exactly_the_unreachable() {
     for (k, &threads) in THREADS.iter().enumerate() {
-        run(threads, 0xd1ff + 100 * k as u64);
+        run(threads, 0xd1ff + 100 * k as u64, 0);
+    }
+    // Stalled collections (not under Miri, which has no clock to age them).
+    if !cfg!(miri) {
+        STALLS.store(80, SeqCst);
+        run(2, 0x57a1e, 50);
     }
 }
