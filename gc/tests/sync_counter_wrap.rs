@@ -1,4 +1,4 @@
-//! The header word's modification counter has 27 bits: `2^27` operations on
+//! The header word's modification counter has 26 bits: `2^26` operations on
 //! one object that restore its count bring its word back to a collector's
 //! snapshot. A collector stalled that long between its snapshot and its
 //! Δ-test (here a slow `Trace` of an unrelated object, which the `Trace`
@@ -110,8 +110,9 @@ fn a_wrapped_modification_counter_is_not_trusted() {
                 let i = cell.iter().position(|x| Gc::ptr_eq(x, &h)).unwrap();
                 drop(cell.remove(i)); // `a`'s count is back to its snapshot's
             }
-            // The counter goes round (the upgrade and the removal made 2).
-            for _ in 0..((1u64 << 26) - 1) {
+            // The counter (26 bits) goes round: the upgrade and the
+            // removal made 2 operations.
+            for _ in 0..((1u64 << 25) - 1) {
                 drop(h.clone());
             }
             MUTATOR_DONE.store(true, SeqCst);

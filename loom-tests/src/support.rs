@@ -187,6 +187,8 @@ impl Book {
 pub struct Node {
     /// Outgoing edges.
     pub edges: SpinLock<Vec<Gc<Node>>>,
+    /// An edge fixed at construction, outside any cell.
+    pub fixed: Option<Gc<Node>>,
     #[trace(skip)]
     id: usize,
     #[trace(skip)]
@@ -196,8 +198,14 @@ pub struct Node {
 impl Node {
     /// A new node numbered `id` in `book`.
     pub fn new(book: &Arc<Book>, id: usize) -> Gc<Node> {
+        Node::with_fixed(book, id, None)
+    }
+
+    /// A new node numbered `id` in `book` whose fixed edge is `fixed`.
+    pub fn with_fixed(book: &Arc<Book>, id: usize, fixed: Option<Gc<Node>>) -> Gc<Node> {
         Gc::new(Node {
             edges: SpinLock::new(Vec::new()),
+            fixed,
             id,
             book: book.clone(),
         })

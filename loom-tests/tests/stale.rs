@@ -7,7 +7,12 @@
 //! traded, a handle moved through a cell or out and back, an upgrade.
 #![cfg(loom)]
 
-use loom_tests::support::{garbage_pair_against_upgrade, mutators, pair_against_collector};
+use loom::thread;
+use loom_tests::support::{
+    garbage_pair_against_upgrade, model, mutators, pair_against_collector, Book, Node,
+};
+use recycler::sync::{collect, force_stale_snapshots, set_policy, Gc};
+use recycler::Policy;
 
 /// R1: the mutator trades its handle on `a` for one on `b`.
 #[test]
@@ -42,4 +47,37 @@ fn stale_upgrade_against_claim() {
 #[test]
 fn stale_upgrade_then_move() {
     garbage_pair_against_upgrade(mutators::upgrade_then_move_b_out, true);
+}
+
+/// `a <-> b`, `a -> b` through a field outside any cell: the claims take
+/// `b` first. After `b`'s claim, the mutator upgrades `a` (not claimed yet),
+/// clones `b` through the field and drops `a` before `a`'s claim, whose
+/// count is then right. Only the check that every word is unchanged after
+/// the claims sees the clone (`b` is `TOUCHED`); with the claims alone,
+/// `b` was freed under the mutator's handle.
+#[test]
+fn stale_clone_through_a_field() {
+    model(|| {
+        set_policy(Policy::Manual);
+        force_stale_snapshots(true);
+        let book = Book::new(2);
+        let b = Node::new(&book, 1);
+        let a = Node::with_fixed(&book, 0, Some(b.clone()));
+        b.link(&a);
+        let wa = Gc::downgrade(&a);
+        drop(b); // buffered first, so traced and claimed first
+        drop(a);
+        let t = thread::spawn(move || {
+            if let Some(a) = wa.upgrade() {
+                let hb = a.fixed.clone().unwrap();
+                drop(a);
+                hb.check();
+                hb.edges.lock().unwrap()[0].check();
+            }
+        });
+        collect();
+        t.join().unwrap();
+        book.finish();
+        force_stale_snapshots(false);
+    });
 }

@@ -2,25 +2,27 @@
 //!
 //! The Δ-test (`collector::claim`) proves that a member's word did not
 //! change since its snapshot by finding it equal: every clone, drop, upgrade
-//! and buffering bumps the word's 27-bit modification counter. Equal words
-//! prove nothing once `2^27` such operations may have run in between (with
+//! and buffering bumps the word's 26-bit modification counter. Equal words
+//! prove nothing once `2^26` such operations may have run in between (with
 //! the count restored, the counter wraps back to the snapshot's): a
 //! collector stalled that long between snapshot and claim (a slow but legal
 //! `Trace`, preemption) freed a value another thread was still borrowing
-//! (`regressions.rs::a_wrapped_modification_counter_is_not_trusted`).
+//! (`gc/tests/sync_counter_wrap.rs`).
 //!
 //! So a snapshot backs a Δ-test only while it is younger than
-//! [`MAX_AGE`]: `2^27` read-modify-writes of one word take far longer. They
+//! [`MAX_AGE`]: `2^26` read-modify-writes of one word take far longer. They
 //! are serialised on its cache line, at least about 15 cycles apart on the
-//! CPUs of today (at 6 GHz, 2.5 ns: `2^27` of them in 0.34 s), and more
+//! CPUs of today (at 6 GHz, 2.5 ns: `2^26` of them in 0.17 s), and more
 //! when several cores contend for the line; every mutator operation on a
-//! `sync::Gc` header is such an RMW. `MAX_AGE` is 20 ms, 17 times shorter.
+//! `sync::Gc` header is such an RMW. `MAX_AGE` is 20 ms, 8 times shorter.
 //! [`Stamp`] reads the monotonic clock (`Instant`: it keeps counting while
 //! a thread is preempted or the process stopped, as the mutators are then
 //! stopped too), once when a collection starts draining and once per
-//! validation; a collection whose snapshots are older re-takes them (a
-//! load each, after the hold) and validates each component against them
-//! with a re-trace (`collector::validate`).
+//! validation; a collection whose snapshots are older validates each
+//! component without them (`collector::sigma_claim`: its cells locked,
+//! every member claimed, then its word checked unchanged with the help of
+//! the `TOUCHED` bit that clones and drops of a claimed object set, which
+//! no counter wrap can hide).
 //!
 //! Under loom there is no clock: snapshots never age, unless a model forces
 //! a collection's drained ones stale ([`force_stale`]); so do the crate's
@@ -67,7 +69,7 @@ impl Stamp {
     }
 
     /// Whether a snapshot taken after this stamp still backs a Δ-test: fewer
-    /// than `2^27` operations on one word can have run since.
+    /// than `2^26` operations on one word can have run since.
     pub(crate) fn fresh(self) -> bool {
         #[cfg(any(test, loom))]
         if self.stale {

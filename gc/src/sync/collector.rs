@@ -95,13 +95,14 @@
 //!      once and re-trace it (the Σ-test) and release the locks; then the
 //!      Δ-test. A failing component is unclaimed and buffered again, and left
 //!      for later.
-//!    - *Stale snapshots*: a Δ-test compares words, which the 27-bit
+//!    - *Stale snapshots*: a Δ-test compares words, which the 26-bit
 //!      modification counter makes proof of no change only for snapshots
 //!      younger than `age::MAX_AGE` (20 ms) at the claim. Past that, the
 //!      fast path unclaims and each component is validated without its
 //!      snapshots (`sigma_claim`): a re-trace with all of its cells locked,
-//!      then each member claimed by a `fetch_or` that must find its count
-//!      equal to its in-degree plus the hold, before the cells unlock.
+//!      then each member claimed with its count equal to its in-degree plus
+//!      the hold, then every member's word checked unchanged since its
+//!      claim (the `TOUCHED` bit), all before the cells unlock.
 //! 5. **Free** the doomed members (marked dead when doomed): drop every
 //!    value (a panic is kept and re-raised at the end), then set `GONE` on
 //!    each and release its hold (`Header::release_doomed`). With every value
@@ -306,7 +307,7 @@ use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 
 use super::age::Stamp;
 use super::drops::{self, Panic};
-use super::header::{count, Drained, Header, CLAIMED, DOOMED};
+use super::header::{count, Drained, Header, CLAIMED, DOOMED, TOUCHED};
 use super::prim::MutexGuard;
 use super::state::{global, push_root_quietly, Entry, Global};
 use crate::guards::GuardSink;
@@ -1492,21 +1493,26 @@ fn validate(w: &mut Work, a: usize, b: usize, id: u32, since: Stamp) -> bool {
 }
 
 /// The Σ- and Δ-tests of component `id` (members `w.members[a..b]`) without
-/// snapshots: a re-trace locks every cell of the component and counts each
+/// snapshots. A re-trace locks every cell of the component and counts each
 /// member's in-degree from the members; then, with every cell still locked,
-/// each member is claimed by a `fetch_or` whose result must show exactly
-/// that in-degree plus our hold. Claims all, or none.
+/// each member is claimed (its `TOUCHED` cleared in the same CAS), and its
+/// count at its claim must be that in-degree plus our hold; then every
+/// member's word must still be the one its claim wrote. Claims all, or none.
 ///
-/// At member `m`'s claim, every strong reference to it is then a member's
-/// edge or our hold. The edges sit in locked cells or in fields that change
-/// only through `&mut` (impossible while we hold the member), so no thread
-/// can reach `m` but through a handle of its own, and there is none: its
-/// count would be higher. So its count cannot change from its claim on
-/// (clones need a handle; `Weak::upgrade` waits while it is `CLAIMED`).
-/// After the last claim, at one instant with every cell still locked, every
-/// member's count is its in-degree plus the hold: the Σ-test holds there,
-/// and nothing changed on any member since its claim: the Δ-test, with no
-/// snapshot to compare and so no modification counter to trust.
+/// Once a member is claimed, `Weak::upgrade` waits, and every clone or drop
+/// of one of its handles changes its word and marks it `TOUCHED` (a drop in
+/// its CAS, a clone in a `fetch_or` right after its `fetch_add`, whose
+/// count change shows until then: see `header.rs`). So a member whose word
+/// is unchanged at the second pass had no such operation since its claim,
+/// whatever the counter did; then at any instant between the last claim
+/// and the first check, every member's count was its claim's: its
+/// in-degree plus the hold, with every cell locked. That is the Σ-test at
+/// one instant, and no handle to a member can be made after it (none
+/// outside; upgrades wait; the cells are locked until the claims are
+/// checked). One pass would not do: a thread that upgraded a member not
+/// yet claimed could clone through its immutable fields a handle to one
+/// already claimed, then drop its own before its member's claim (loom
+/// model `stale_clone_through_a_field`).
 fn sigma_claim(w: &mut Work, a: usize, b: usize, id: u32) -> bool {
     for k in a..b {
         let m = w.members[k] as usize;
@@ -1531,21 +1537,38 @@ fn sigma_claim(w: &mut Work, a: usize, b: usize, id: u32) -> bool {
             }
         }
     }
+    let mut closed = true;
     for k in a..b {
         let node = &mut w.nodes[w.members[k] as usize];
         // SAFETY: held.
-        let old = unsafe { node.header.as_ref() }
-            .word
-            .fetch_or(CLAIMED, AcqRel);
-        node.word = old;
+        let word = &unsafe { node.header.as_ref() }.word;
+        let mut old = word.load(Relaxed);
+        node.word = loop {
+            let new = (old | CLAIMED) & !TOUCHED;
+            match word.compare_exchange_weak(old, new, AcqRel, Relaxed) {
+                Ok(_) => break new,
+                Err(actual) => old = actual,
+            }
+        };
         if count(old) as i64 != node.trial + 1 {
             unclaim(w, &w.members[a..=k]);
-            w.guards.clear();
-            return false;
+            closed = false;
+            break;
+        }
+    }
+    if closed {
+        let changed = w.members[a..b].iter().any(|&m| {
+            let node = &w.nodes[m as usize];
+            // SAFETY: held.
+            unsafe { node.header.as_ref() }.word.load(Acquire) != node.word
+        });
+        if changed {
+            unclaim(w, &w.members[a..b]);
+            closed = false;
         }
     }
     w.guards.clear();
-    true
+    closed
 }
 
 /// The Σ-test of component `id` (members `w.members[a..b]`) by a re-trace.

@@ -4,9 +4,9 @@
 //! # The header word
 //!
 //! ```text
-//!  63 ........ 37 | 36   | 35     | 34      | 33    | 32       | 31 ..... 0
-//!  modification   | GONE | DOOMED | CLAIMED | ARMED | BUFFERED | strong count
-//!  counter (27 b) |
+//!  63 ........ 38 | 37      | 36   | 35     | 34      | 33    | 32       | 31 ..... 0
+//!  modification   | TOUCHED | GONE | DOOMED | CLAIMED | ARMED | BUFFERED | strong count
+//!  counter (26 b) |
 //! ```
 //!
 //! - Every mutator transition (clone, drop, upgrade, buffering) is one RMW
@@ -23,6 +23,14 @@
 //!   `&mut`.
 //! - `CLAIMED`: a collector is deciding, right now, whether this object is
 //!   garbage; `Weak::upgrade` waits (a bounded section with no user code).
+//! - `TOUCHED`: a clone or drop found the object `CLAIMED`. A drop's CAS sets
+//!   it in the same RMW; a clone's `fetch_add` (or a leaf-typed handle's
+//!   drop) follows with a `fetch_or` when the word it returned was claimed,
+//!   so the rare path costs nothing on the common one (the test shares the
+//!   count-overflow branch). A collector that claims without snapshots
+//!   (`collector::sigma_claim`) clears it in its claim and requires it
+//!   still clear, and the word unchanged, once every member is claimed: a
+//!   handle made or dropped in between is seen whatever the counter.
 //! - `DOOMED`: the collector decided; upgrades fail for ever.
 //! - `GONE`: the value has been dropped (or moved out by `try_unwrap`).
 //!
@@ -96,8 +104,10 @@ pub(crate) const CLAIMED: u64 = 1 << 34;
 pub(crate) const DOOMED: u64 = 1 << 35;
 /// The value has been dropped or moved out.
 pub(crate) const GONE: u64 = 1 << 36;
+/// A clone or drop found the object claimed (see the module docs).
+pub(crate) const TOUCHED: u64 = 1 << 37;
 /// One step of the modification counter.
-pub(crate) const CTR: u64 = 1 << 37;
+pub(crate) const CTR: u64 = 1 << 38;
 /// Clone / upgrade / hold.
 const INC: u64 = CTR + ONE;
 /// Drop / hold release.
@@ -121,7 +131,7 @@ pub(crate) fn count(word: u64) -> u64 {
 
 /// `w` after one more strong reference. The modification counter wraps off
 /// the top of the word (as the `fetch_add`s do): plain `+` would panic in
-/// debug builds after `2^27` operations on one object.
+/// debug builds after `2^26` operations on one object.
 #[inline]
 fn inc(w: u64) -> u64 {
     w.wrapping_add(INC)
@@ -400,7 +410,28 @@ impl Header {
     #[inline]
     pub(crate) fn inc_strong(&self) {
         let old = self.word.fetch_add(INC, Relaxed);
+        // One test for both rare cases: a count at `MAX_COUNT` (its top
+        // bit) and a claimed object.
+        if old & (MAX_COUNT | CLAIMED) != 0 {
+            self.inc_strong_rare(old);
+        }
+    }
+
+    /// [`Header::inc_strong`] on a count at the limit, or on a claimed word.
+    #[cold]
+    #[inline(never)]
+    fn inc_strong_rare(&self, old: u64) {
         check_count(old);
+        self.touched(old);
+    }
+
+    /// After a mutator RMW that returned `old`: marks the word `TOUCHED` if
+    /// `old` was claimed (see the module docs).
+    #[inline]
+    fn touched(&self, old: u64) {
+        if old & CLAIMED != 0 {
+            self.word.fetch_or(TOUCHED, Relaxed);
+        }
     }
 
     /// `new_cyclic`: the value is in place; count 0 → 1.
@@ -423,6 +454,11 @@ impl Header {
         if count(old) == 1 {
             // SAFETY: we performed the transition to zero.
             unsafe { Self::last_strong_released(this, old) }
+        } else {
+            // A leaf-typed handle to an object a collector reached through
+            // a `dyn` edge may be dropped while it is claimed. (The count
+            // stays positive: the header is alive.)
+            header.touched(old);
         }
     }
 
@@ -478,7 +514,9 @@ impl Header {
     #[inline]
     fn after_buffering_drop(w: u64) -> u64 {
         let flags = if w & DOOMED == 0 { BUFFERED | ARMED } else { 0 };
-        dec(w) | flags
+        // `TOUCHED` if claimed, in the same RMW.
+        const { assert!(CLAIMED << 3 == TOUCHED) };
+        dec(w) | flags | (w & CLAIMED) << 3
     }
 
     /// [`Header::dec_strong_buffering`] under contention (its first CAS

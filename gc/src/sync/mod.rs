@@ -221,19 +221,22 @@
 //! stays locked until the hold on its targets is taken and, during
 //! validation, until `t*`. Any other cell type must not hold `sync::Gc`
 //! handles that change through `&self`. `sync::Gc` requires `T: Send + Sync`, which rules out
-//! `RefCell`/`Cell` interiors. The modification counter has 27 bits: the
-//! Δ-test could be fooled by a multiple of 2^27 mutator operations on one
+//! `RefCell`/`Cell` interiors. The modification counter has 26 bits: the
+//! Δ-test could be fooled by a multiple of 2^26 mutator operations on one
 //! member between its snapshot and its CAS that also restore its exact
 //! count (a collector stalled long enough by a slow `Trace` did free a
 //! borrowed value: `gc/tests/sync_counter_wrap.rs`). So snapshots back a
-//! Δ-test only while they are younger than 20 ms (`age.rs`: 2^27 RMWs of
-//! one word take over 0.3 s); a collection whose snapshots are older
-//! validates each component without them: a re-trace locks all of its
-//! cells and counts the in-degrees, then each member is claimed by a
-//! `fetch_or` whose result must show that in-degree plus the hold, all
-//! before the cells unlock (`collector::sigma_claim`: at the last claim
-//! the Σ-test holds, and no member changed since its claim, with no
-//! counter involved). Loom models `stale_*` force that path.
+//! Δ-test only while they are younger than 20 ms (`age.rs`: 2^26 RMWs of
+//! one word take over 0.17 s); a collection whose snapshots are older
+//! validates each component without them (`collector::sigma_claim`): a
+//! re-trace locks all of its cells and counts the in-degrees; each member
+//! is claimed by a CAS that clears its `TOUCHED` bit, its count then equal
+//! to its in-degree plus the hold; then every member's word must be the
+//! one its claim wrote. Clones and drops of a claimed object set `TOUCHED`
+//! (`header.rs`), so an unchanged word means no such operation since the
+//! claim, whatever the counter: at any instant between the last claim and
+//! the first check the Σ-test holds with every cell locked, and no handle
+//! can be made after it. Loom models `stale_*` force that path.
 //!
 //! *Generations do not weaken this.* A generation only decides which
 //! objects enter the graph; it never enters the tests. A minor collection

@@ -165,7 +165,7 @@ fn downgrade_aborts_at_the_weak_limit() {
 
 /// The modification counter wraps off the top of the word: with it forged
 /// to its last value, every transition still works (plain `+` on the word
-/// panicked in debug builds after 2^27 operations on one object).
+/// panicked in debug builds after 2^26 operations on one object).
 #[test]
 fn the_modification_counter_wraps() {
     let _s = serial();
