@@ -140,6 +140,10 @@ impl<T: Trace, const COLLECT: bool> Strong<T, COLLECT> {
         if self.counts().strong() != 1 || !self.is_alive() {
             return Err(self);
         }
+        // As in `get_mut`: not while a collection may be tracing it.
+        if Self::CANDIDATE && self.header().has(header::IN_GRAPH) {
+            return Err(self);
+        }
         let ptr = self.ptr;
         core::mem::forget(self);
         if Self::CANDIDATE {
@@ -274,6 +278,13 @@ impl<T: ?Sized + Pointee, const COLLECT: bool> Strong<T, COLLECT> {
 
     pub(crate) fn get_mut(&mut self) -> Option<&mut T> {
         if !self.is_unique() || !self.is_alive() {
+            return None;
+        }
+        // A collection reached the object through an edge (no count of its
+        // own) and may be tracing it through `&T` right now: a `trace` can
+        // reach its only handle through a thread-local (an outside review
+        // found `&mut T` then, and a use after free).
+        if self.candidate() && self.header().has(header::IN_GRAPH) {
             return None;
         }
         if self.candidate() {

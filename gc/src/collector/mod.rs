@@ -909,12 +909,19 @@ fn run(kind: Kind, ripen: bool, triggered: bool) {
 fn kill(garbage: &[Object], held: &[Object]) {
     drop_queue::batch(|| {
         for &root in held {
-            // SAFETY: the hold keeps the root live until here, and it was the
-            // last strong reference: freed by counting (inside the batch this
-            // only queues it).
+            // The hold was the last strong reference when the collection
+            // judged, but the drop of an earlier root (in place, within the
+            // stack budget) may have upgraded a `Weak` to this one since: a
+            // decrement, as `release_hold`'s (an outside review found a
+            // plain store of zero freeing it under the new handle).
+            // SAFETY: the hold keeps the root live until here.
             unsafe {
-                root.as_ref().set_strong(0);
-                release(root);
+                let h = root.as_ref();
+                let strong = h.strong() - 1;
+                h.set_strong(strong);
+                if strong == 0 {
+                    release(root);
+                }
             }
         }
         let mut first_panic = None;
