@@ -52,6 +52,24 @@ pub(crate) fn within_budget(base: usize) -> bool {
     base.wrapping_sub(stack_address()) < STACK_BUDGET
 }
 
+/// The stack a value's trace may use below the frame that started it: a
+/// value whose owned structure nests deeper (a `Box` list of a million
+/// nodes inside one value, whose `Drop` the user made iterative) is not
+/// traced further and keeps its object alive, instead of overflowing the
+/// stack (`Tracer::too_deep`).
+pub(crate) const TRACE_BUDGET: usize = 128 * 1024;
+
+/// How far the stack has grown since `base`, the [`stack_address`] of an
+/// enclosing frame.
+#[inline(always)]
+pub(crate) fn grown_since(base: usize) -> usize {
+    if KNOWN_DOWN || grows_down() {
+        base.wrapping_sub(stack_address())
+    } else {
+        stack_address().wrapping_sub(base)
+    }
+}
+
 /// The drain limit (see [`limit_below`]) while no drainer runs: no stack
 /// address is above it.
 pub(crate) const NO_DRAINER: usize = usize::MAX;

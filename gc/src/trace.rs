@@ -70,6 +70,17 @@
 //! holds `sync::Gc` handles implements [`sync::TraceLock`](crate::sync::TraceLock)
 //! and is traced with [`Tracer::trace_lock`], so that the thread-safe
 //! collector can keep it locked while it validates a cycle.
+//!
+//! # Depth
+//!
+//! A derived `trace` recurses with the value's owned structure (a field's
+//! `Box`, the elements of a `Vec`, and so on down). The impls of those
+//! owning indirections ask [`Tracer::too_deep`] before they descend: past
+//! 128 KiB of stack below where the object's trace began, they report
+//! nothing more and the object counts as reachable, like a borrowed cell.
+//! A value nested that deep (a `Box` list of a million nodes whose `Drop`
+//! is iterative) keeps its cycles alive (they leak) instead of overflowing
+//! the stack. A hand-written container impl should ask too.
 
 use core::cell::{Cell, RefCell};
 use core::marker::PhantomData;
@@ -101,6 +112,9 @@ pub struct Tracer<'a> {
     edges: Edges<'a>,
     keep_alive: bool,
     guards: Option<&'a mut GuardSink>,
+    /// The stack address where this object's trace started (see
+    /// [`Tracer::too_deep`]).
+    base: usize,
 }
 
 /// Where a [`Tracer`] puts the pointers it is looking for.
@@ -124,6 +138,7 @@ impl<'a> Tracer<'a> {
             edges: Edges::Raw(family, edges),
             keep_alive: false,
             guards: Some(guards),
+            base: crate::stack::stack_address(),
         }
     }
 
@@ -159,6 +174,7 @@ impl<'a> Tracer<'a> {
             edges: Edges::Local(objects),
             keep_alive: false,
             guards: None,
+            base: crate::stack::stack_address(),
         }
     }
 
@@ -181,6 +197,23 @@ impl<'a> Tracer<'a> {
     /// by it, and a later collection looks again.
     pub fn keep_alive(&mut self) {
         self.keep_alive = true;
+    }
+
+    /// Whether the trace has nested deeper than its stack budget (128 KiB
+    /// below where the object's trace started); then the object is kept
+    /// alive ([`keep_alive`](Tracer::keep_alive)) and the caller reports
+    /// nothing below. The impls of the owning indirections (`Box`, the
+    /// collections) ask before they descend: a value's owned structure can
+    /// only nest through them, and a derived `trace` recurses with it. A
+    /// value nested that deep stays alive for every collection (its cycles
+    /// leak) rather than overflow the stack.
+    #[inline]
+    pub fn too_deep(&mut self) -> bool {
+        let deep = crate::stack::grown_since(self.base) > crate::stack::TRACE_BUDGET;
+        if deep {
+            self.keep_alive = true;
+        }
+        deep
     }
 }
 
@@ -308,7 +341,7 @@ unsafe impl<T: ?Sized + Trace> Trace for Box<T> {
     const MAY_CONTAIN_GC: bool = T::MAY_CONTAIN_GC;
     #[inline]
     fn trace(&self, tracer: &mut Tracer<'_>) {
-        if T::MAY_CONTAIN_GC {
+        if T::MAY_CONTAIN_GC && !tracer.too_deep() {
             (**self).trace(tracer);
         }
     }
@@ -364,7 +397,7 @@ macro_rules! trace_sequence {
         unsafe impl<T: Trace> Trace for $ty<T> {
             const MAY_CONTAIN_GC: bool = T::MAY_CONTAIN_GC;
             fn trace(&self, tracer: &mut Tracer<'_>) {
-                if T::MAY_CONTAIN_GC {
+                if T::MAY_CONTAIN_GC && !tracer.too_deep() {
                     self.iter().for_each(|x| x.trace(tracer));
                 }
             }
@@ -378,7 +411,7 @@ trace_sequence!(Vec, VecDeque, LinkedList, BinaryHeap, BTreeSet);
 unsafe impl<K: Trace, V: Trace> Trace for BTreeMap<K, V> {
     const MAY_CONTAIN_GC: bool = K::MAY_CONTAIN_GC || V::MAY_CONTAIN_GC;
     fn trace(&self, tracer: &mut Tracer<'_>) {
-        if Self::MAY_CONTAIN_GC {
+        if Self::MAY_CONTAIN_GC && !tracer.too_deep() {
             for (k, v) in self {
                 k.trace(tracer);
                 v.trace(tracer);
@@ -391,7 +424,7 @@ unsafe impl<K: Trace, V: Trace> Trace for BTreeMap<K, V> {
 unsafe impl<T: Trace, S> Trace for HashSet<T, S> {
     const MAY_CONTAIN_GC: bool = T::MAY_CONTAIN_GC;
     fn trace(&self, tracer: &mut Tracer<'_>) {
-        if T::MAY_CONTAIN_GC {
+        if T::MAY_CONTAIN_GC && !tracer.too_deep() {
             self.iter().for_each(|x| x.trace(tracer));
         }
     }
@@ -401,7 +434,7 @@ unsafe impl<T: Trace, S> Trace for HashSet<T, S> {
 unsafe impl<K: Trace, V: Trace, S> Trace for HashMap<K, V, S> {
     const MAY_CONTAIN_GC: bool = K::MAY_CONTAIN_GC || V::MAY_CONTAIN_GC;
     fn trace(&self, tracer: &mut Tracer<'_>) {
-        if Self::MAY_CONTAIN_GC {
+        if Self::MAY_CONTAIN_GC && !tracer.too_deep() {
             for (k, v) in self {
                 k.trace(tracer);
                 v.trace(tracer);

@@ -89,3 +89,100 @@ fn collecting_a_long_cycle_is_iterative() {
         assert_eq!(stats.freed_by_collector, LEN as u64);
     });
 }
+
+/// Nodes of a `Box` list inside one value.
+const BOXES: usize = if cfg!(miri) { 200 } else { 1_000_000 };
+
+/// A value whose owned structure nests far deeper than a trace may go (a
+/// `Box` list whose `Drop` the user made iterative), on a self-cycle: the
+/// trace stops at its stack budget and keeps the object alive (its cycle
+/// leaks) instead of overflowing the stack, and a shallow one is freed.
+/// (Under Miri the stack address does not move with the trace: no budget.)
+macro_rules! deep_value_test {
+    ($name:ident, $gc:path, $cell:ident, $lock:ident) => {
+        #[test]
+        fn $name() {
+            use $gc::{collect, Gc};
+
+            /// May own a pointer (so it is traced), owns none here.
+            #[derive(Trace)]
+            struct BoxNode {
+                next: Option<Box<BoxNode>>,
+                _gc: Option<Gc<Holder>>,
+            }
+
+            #[derive(Trace)]
+            struct BoxList {
+                head: Option<Box<BoxNode>>,
+            }
+
+            impl Drop for BoxList {
+                fn drop(&mut self) {
+                    let mut next = self.head.take();
+                    while let Some(mut node) = next {
+                        next = node.next.take();
+                    }
+                }
+            }
+
+            #[derive(Trace)]
+            struct Holder {
+                list: BoxList,
+                me: $cell<Option<Gc<Holder>>>,
+            }
+
+            fn self_cycle(depth: usize) -> Gc<Holder> {
+                let mut head = None;
+                for _ in 0..depth {
+                    head = Some(Box::new(BoxNode {
+                        next: head,
+                        _gc: None,
+                    }));
+                }
+                let h = Gc::new(Holder {
+                    list: BoxList { head },
+                    me: $cell::new(None),
+                });
+                *h.me.$lock() = Some(h.clone());
+                h
+            }
+
+            on_small_stack(|| {
+                let deep = Gc::downgrade(&self_cycle(BOXES));
+                let shallow = Gc::downgrade(&self_cycle(100));
+                collect();
+                assert!(shallow.upgrade().is_none(), "traced, and its cycle freed");
+                let deep = deep.upgrade();
+                assert!(cfg!(miri) || deep.is_some(), "too deep to trace: kept");
+                if let Some(h) = deep {
+                    drop(h.me.$lock().take());
+                }
+            });
+        }
+    };
+}
+
+trait LockCell<T> {
+    fn lock_cell(&self) -> std::sync::MutexGuard<'_, T>;
+}
+
+impl<T> LockCell<T> for std::sync::Mutex<T> {
+    fn lock_cell(&self) -> std::sync::MutexGuard<'_, T> {
+        self.lock().unwrap()
+    }
+}
+
+deep_value_test!(
+    tracing_a_deeply_nested_value_keeps_it_instead_of_overflowing,
+    recycler,
+    RefCell,
+    borrow_mut
+);
+deep_value_test!(
+    sync_tracing_a_deeply_nested_value_keeps_it_instead_of_overflowing,
+    recycler::sync,
+    Mutex,
+    lock_cell
+);
+
+use std::sync::Mutex;
