@@ -25,33 +25,23 @@ pub(crate) const STACK_BUDGET: usize = 4096;
 /// with its (default) detection of stack use after return, which moves
 /// locals to a heap "fake stack" (the fuzz targets' trace depth test then
 /// read nonsense and kept reachable-from-nowhere objects alive).
-#[cfg(all(not(miri), target_arch = "x86_64"))]
+#[cfg(all(not(miri), any(target_arch = "x86_64", target_arch = "aarch64")))]
 #[inline(always)]
 pub(crate) fn stack_address() -> usize {
     let sp: usize;
     // SAFETY: copies the stack pointer into a register: no memory access,
     // no stack use, no flags changed.
     unsafe {
+        #[cfg(target_arch = "x86_64")]
         core::arch::asm!("mov {}, rsp", out(reg) sp, options(nomem, nostack, preserves_flags));
-    }
-    sp
-}
-
-/// See the x86-64 version.
-#[cfg(all(not(miri), target_arch = "aarch64"))]
-#[inline(always)]
-pub(crate) fn stack_address() -> usize {
-    let sp: usize;
-    // SAFETY: copies the stack pointer into a register: no memory access,
-    // no stack use, no flags changed.
-    unsafe {
+        #[cfg(target_arch = "aarch64")]
         core::arch::asm!("mov {}, sp", out(reg) sp, options(nomem, nostack, preserves_flags));
     }
     sp
 }
 
 /// An address in the caller's stack frame: how deep the stack is (on other
-/// targets; see the x86-64 version for its limit).
+/// targets; see the register version for its limit).
 #[cfg(all(not(miri), not(any(target_arch = "x86_64", target_arch = "aarch64"))))]
 #[inline(always)]
 pub(crate) fn stack_address() -> usize {

@@ -1514,28 +1514,14 @@ fn validate(w: &mut Work, a: usize, b: usize, id: u32, since: Stamp) -> bool {
 /// already claimed, then drop its own before its member's claim (loom
 /// model `stale_clone_through_a_field`).
 fn sigma_claim(w: &mut Work, a: usize, b: usize, id: u32) -> bool {
+    // `trial` becomes minus each member's in-degree from the members.
     for k in a..b {
         let m = w.members[k] as usize;
         w.nodes[m].trial = 0;
     }
-    for k in a..b {
-        let m = w.members[k] as usize;
-        w.targets.clear();
-        let header = w.nodes[m].header;
-        // SAFETY: `m` is held until `finish`, after `guards` is emptied.
-        if unsafe { trace_into(header, &mut w.targets, &mut w.guards, &mut w.panic) } {
-            w.guards.clear();
-            return false;
-        }
-        for t in 0..w.targets.len() {
-            let target = w.targets[t].cast::<Header>();
-            // SAFETY: reported by a handle in a locked cell or held object.
-            if let Some(j) = unsafe { w.node_of(target) } {
-                if w.member_of[j as usize] == id {
-                    w.nodes[j as usize].trial += 1;
-                }
-            }
-        }
+    if !retrace(w, a, b, id) {
+        w.guards.clear();
+        return false;
     }
     let mut closed = true;
     for k in a..b {
@@ -1550,7 +1536,7 @@ fn sigma_claim(w: &mut Work, a: usize, b: usize, id: u32) -> bool {
                 Err(actual) => old = actual,
             }
         };
-        if count(old) as i64 != node.trial + 1 {
+        if count(old) as i64 != 1 - node.trial {
             unclaim(w, &w.members[a..=k]);
             closed = false;
             break;
@@ -1580,15 +1566,27 @@ fn sigma_test(w: &mut Work, a: usize, b: usize, id: u32) -> bool {
         let m = w.members[k] as usize;
         w.nodes[m].trial = count(w.nodes[m].word) as i64 - 1;
     }
-    let mut closed = true;
+    let closed = retrace(w, a, b, id)
+        && w.members[a..b]
+            .iter()
+            .all(|&m| w.nodes[m as usize].trial == 0);
+    // t*: every cell of the component is locked right now.
+    w.guards.clear();
+    closed
+}
+
+/// Re-traces the members `w.members[a..b]` of component `id`, keeping
+/// their cells locked (in `w.guards`), and takes one from a member's
+/// `trial` for each edge to it from a member. `false` if a cell could not
+/// be locked (or a trace panicked).
+fn retrace(w: &mut Work, a: usize, b: usize, id: u32) -> bool {
     for k in a..b {
         let m = w.members[k] as usize;
         w.targets.clear();
         let header = w.nodes[m].header;
         // SAFETY: `m` is held until `finish`, after `guards` is emptied.
         if unsafe { trace_into(header, &mut w.targets, &mut w.guards, &mut w.panic) } {
-            closed = false;
-            break;
+            return false;
         }
         for t in 0..w.targets.len() {
             let target = w.targets[t].cast::<Header>();
@@ -1600,13 +1598,7 @@ fn sigma_test(w: &mut Work, a: usize, b: usize, id: u32) -> bool {
             }
         }
     }
-    closed = closed
-        && w.members[a..b]
-            .iter()
-            .all(|&m| w.nodes[m as usize].trial == 0);
-    // t*: every cell of the component is locked right now.
-    w.guards.clear();
-    closed
+    true
 }
 
 /// The Δ-test of the members `w.members[a..b]`: claims them all, or none.
