@@ -21,8 +21,8 @@
 //! validation; a collection whose snapshots are older validates each
 //! component without them (`collector::sigma_claim`: its cells locked,
 //! every member claimed, then its word checked unchanged with the help of
-//! the `TOUCHED` bit that clones and drops of a claimed object set, which
-//! no counter wrap can hide).
+//! the `TOUCHED` bit that clones of a claimed object set, which no counter
+//! wrap can hide).
 //!
 //! Under loom there is no clock: snapshots never age, unless a model forces
 //! a collection's drained ones stale ([`force_stale`]); so do the crate's

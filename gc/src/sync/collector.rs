@@ -1499,12 +1499,14 @@ fn validate(w: &mut Work, a: usize, b: usize, id: u32, since: Stamp) -> bool {
 /// count at its claim must be that in-degree plus our hold; then every
 /// member's word must still be the one its claim wrote. Claims all, or none.
 ///
-/// Once a member is claimed, `Weak::upgrade` waits, and every clone or drop
-/// of one of its handles changes its word and marks it `TOUCHED` (a drop in
-/// its CAS, a clone in a `fetch_or` right after its `fetch_add`, whose
-/// count change shows until then: see `header.rs`). So a member whose word
-/// is unchanged at the second pass had no such operation since its claim,
-/// whatever the counter did; then at any instant between the last claim
+/// Once a member is claimed, `Weak::upgrade` waits, and every clone of one
+/// of its handles changes its word and marks it `TOUCHED` (in a `fetch_or`
+/// right after its `fetch_add`, whose count change shows until then: see
+/// `header.rs`). Its count at the claim left no handle outside the
+/// component, so a handle dropped after the claim was cloned after it, and
+/// that clone marked the word before returning the handle. So a member
+/// whose word is unchanged at the second pass had no clone or drop since
+/// its claim, whatever the counter did; then at any instant between the last claim
 /// and the first check, every member's count was its claim's: its
 /// in-degree plus the hold, with every cell locked. That is the Σ-test at
 /// one instant, and no handle to a member can be made after it (none

@@ -23,14 +23,19 @@
 //!   `&mut`.
 //! - `CLAIMED`: a collector is deciding, right now, whether this object is
 //!   garbage; `Weak::upgrade` waits (a bounded section with no user code).
-//! - `TOUCHED`: a clone or drop found the object `CLAIMED`. A drop's CAS sets
-//!   it in the same RMW; a clone's `fetch_add` (or a leaf-typed handle's
-//!   drop) follows with a `fetch_or` when the word it returned was claimed,
-//!   so the rare path costs nothing on the common one (the test shares the
+//! - `TOUCHED`: a clone found the object `CLAIMED`. The clone's `fetch_add`
+//!   follows with a `fetch_or` when the word it returned was claimed, so the
+//!   rare path costs nothing on the common one (the test shares the
 //!   count-overflow branch). A collector that claims without snapshots
 //!   (`collector::sigma_claim`) clears it in its claim and requires it
 //!   still clear, and the word unchanged, once every member is claimed: a
-//!   handle made or dropped in between is seen whatever the counter.
+//!   handle made in between is seen whatever the counter. Drops need not
+//!   set it: a claim requires the count to be the in-degree plus the
+//!   collector's hold, so a handle dropped after the claim was made after
+//!   it, and its clone marked the word before the handle could be used.
+//!   (The buffering drop's CAS sets it anyway, at no cost; the one-RMW drop
+//!   must not: the memory may be freed by another thread right after its
+//!   decrement.)
 //! - `DOOMED`: the collector decided; upgrades fail for ever.
 //! - `GONE`: the value has been dropped (or moved out by `try_unwrap`).
 //!
@@ -446,19 +451,17 @@ impl Header {
     /// The caller owns one strong reference, which this consumes.
     #[inline]
     pub(crate) unsafe fn dec_strong(this: NonNull<Header>) {
-        // SAFETY: our strong reference keeps the header alive; after the
-        // decrement, the shared weak reference (not yet released) does.
+        // SAFETY: our strong reference keeps the header alive until the
+        // decrement; `header` is not used after it (another thread may free
+        // the memory as soon as it is done, as in `Arc`).
         let header = unsafe { this.as_ref() };
         header.memory.used();
         let old = header.word.fetch_add(DEC, Release);
+        // No `TOUCHED` even if `old` was claimed: the handle was made after
+        // the claim (see the module docs), and its clone marked the word.
         if count(old) == 1 {
             // SAFETY: we performed the transition to zero.
             unsafe { Self::last_strong_released(this, old) }
-        } else {
-            // A leaf-typed handle to an object a collector reached through
-            // a `dyn` edge may be dropped while it is claimed. (The count
-            // stays positive: the header is alive.)
-            header.touched(old);
         }
     }
 

@@ -232,9 +232,10 @@
 //! re-trace locks all of its cells and counts the in-degrees; each member
 //! is claimed by a CAS that clears its `TOUCHED` bit, its count then equal
 //! to its in-degree plus the hold; then every member's word must be the
-//! one its claim wrote. Clones and drops of a claimed object set `TOUCHED`
-//! (`header.rs`), so an unchanged word means no such operation since the
-//! claim, whatever the counter: at any instant between the last claim and
+//! one its claim wrote. Clones of a claimed object set `TOUCHED`
+//! (`header.rs`), and a handle dropped after a claim was cloned after it,
+//! so an unchanged word means no clone or drop since the claim, whatever
+//! the counter: at any instant between the last claim and
 //! the first check the Σ-test holds with every cell locked, and no handle
 //! can be made after it. Loom models `stale_*` force that path.
 //!

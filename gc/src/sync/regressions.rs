@@ -752,3 +752,34 @@ fn with_stale_snapshots_collections_still_free_exactly_the_garbage() {
     super::tests::a_move_between_windows_is_caught_by_the_retrace();
     super::tests::a_destructor_that_stores_a_dead_handle();
 }
+
+// ---------------------------------------------------------------------------
+// A drop that is not the last must not touch the header after its
+// decrement: the last one, on another thread, may free the memory at once
+// (as in `Arc`). A call on `&Header` after the `fetch_add` was a read of
+// freed memory in the abstract machine (Miri: a data race between a retag
+// and the deallocation, found in `gc/tests/sync_unsized.rs`); natively it
+// was a `fetch_or` into freed memory when the word was claimed. This test
+// fails under Miri with that call put back, on whichever thread drops
+// first.
+
+#[test]
+fn concurrent_drops_never_touch_a_header_after_their_decrement() {
+    let _s = serial();
+    let rounds = if cfg!(miri) { 8 } else { 1000 };
+    for _ in 0..rounds {
+        let rc = Rc::new(7u64);
+        let gc = Gc::new(String::from("a leaf: its drop is one fetch_add"));
+        let barrier = Arc::new(std::sync::Barrier::new(2));
+        let (rc2, gc2, b2) = (rc.clone(), gc.clone(), barrier.clone());
+        let other = std::thread::spawn(move || {
+            b2.wait();
+            drop(rc2);
+            drop(gc2);
+        });
+        barrier.wait();
+        drop(gc);
+        drop(rc);
+        other.join().unwrap();
+    }
+}
