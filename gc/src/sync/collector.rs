@@ -664,11 +664,16 @@ impl Drop for Work {
 /// Traces the value of `header` into `edges`, keeping cell guards in
 /// `guards`. Returns whether a cell could not be inspected.
 ///
-/// A panicking `Trace` impl counts as a cell that could not be inspected
-/// (the edges it reported before panicking are kept: reporting fewer edges is
-/// safe); its panic goes to `panic` (the first one is re-raised when the
-/// collection ends). So a panic never unwinds through the collector, which
-/// keeps every root it drained and collects the rest of the graph.
+/// A panicking `Trace` impl counts as a cell that could not be inspected,
+/// and the edges it reported before panicking are dropped (reporting fewer
+/// edges is safe: the object is kept): an edge reported from inside a lock
+/// is only pinned by that lock's guard, and the unwind dropped the guard
+/// before the sink could keep it, so another thread may already have taken
+/// the handle out and freed its target (a use after free in the hold that
+/// follows: `gc/tests/sync_trace_panic.rs`, under Miri). The panic goes to
+/// `panic` (the first one is re-raised when the collection ends). So a
+/// panic never unwinds through the collector, which keeps every root it
+/// drained and collects the rest of the graph.
 ///
 /// # Safety
 /// The collector holds `header` (so its value is alive and not `&mut`
@@ -687,6 +692,7 @@ unsafe fn trace_into(
     match traced {
         Ok(()) => tracer.kept_alive(),
         Err(payload) => {
+            edges.clear();
             panic.get_or_insert(payload);
             true
         }
