@@ -77,8 +77,73 @@ pub(crate) fn within_budget(base: usize) -> bool {
 /// value whose owned structure nests deeper (a `Box` list of a million
 /// nodes inside one value, whose `Drop` the user made iterative) is not
 /// traced further and keeps its object alive, instead of overflowing the
-/// stack (`Tracer::too_deep`).
+/// stack (`Tracer::too_deep`). Less on a thread with less stack left: see
+/// [`trace_budget`].
 pub(crate) const TRACE_BUDGET: usize = 128 * 1024;
+
+/// A trace nested less than this is not checked against the thread's
+/// stack (the nested drops' [`STACK_BUDGET`]: what any thread that runs
+/// the collector must have to spare).
+pub(crate) const TRACE_UNCHECKED: usize = STACK_BUDGET;
+
+/// The stack a trace that started at `base` may use: [`TRACE_BUDGET`], or
+/// half of what the thread's stack has left below `base` if that is less
+/// (a thread spawned with a 64 KiB stack overflowed at 128 KiB).
+#[cold]
+#[inline(never)]
+pub(crate) fn trace_budget(base: usize) -> usize {
+    match floor() {
+        Some(floor) if KNOWN_DOWN || grows_down() => {
+            TRACE_BUDGET.min(base.saturating_sub(floor) / 2)
+        }
+        _ => TRACE_BUDGET,
+    }
+}
+
+/// The lowest address of the calling thread's stack, if known; asked of
+/// the thread library once per thread.
+#[cfg(all(target_os = "linux", not(miri)))]
+fn floor() -> Option<usize> {
+    use core::cell::Cell;
+    const UNKNOWN: usize = usize::MAX;
+    std::thread_local! {
+        // No destructor: usable while thread-locals are destroyed.
+        static FLOOR: Cell<usize> = const { Cell::new(UNKNOWN) };
+    }
+    let floor = FLOOR.try_with(Cell::get).ok()?;
+    if floor != UNKNOWN {
+        return Some(floor).filter(|&f| f != 0);
+    }
+    let floor = query_floor().unwrap_or(0);
+    let _ = FLOOR.try_with(|f| f.set(floor));
+    Some(floor).filter(|&f| f != 0)
+}
+
+/// Where the calling thread's stack ends, from `pthread_getattr_np` (for
+/// the main thread, glibc derives it from the stack's mapping and its
+/// size limit).
+#[cfg(all(target_os = "linux", not(miri)))]
+fn query_floor() -> Option<usize> {
+    let mut attr = core::mem::MaybeUninit::<libc::pthread_attr_t>::uninit();
+    // SAFETY: `pthread_getattr_np` initialises `attr` when it returns 0,
+    // and only then is it read and destroyed (once).
+    unsafe {
+        if libc::pthread_getattr_np(libc::pthread_self(), attr.as_mut_ptr()) != 0 {
+            return None;
+        }
+        let mut addr = core::ptr::null_mut();
+        let mut size = 0;
+        let got = libc::pthread_attr_getstack(attr.as_ptr(), &mut addr, &mut size);
+        libc::pthread_attr_destroy(attr.as_mut_ptr());
+        (got == 0 && size != 0).then_some(addr as usize)
+    }
+}
+
+/// Elsewhere the floor is unknown, and a trace gets [`TRACE_BUDGET`].
+#[cfg(not(all(target_os = "linux", not(miri))))]
+fn floor() -> Option<usize> {
+    None
+}
 
 /// How far the stack has grown since `base`, the [`stack_address`] of an
 /// enclosing frame.

@@ -76,7 +76,8 @@
 //! A derived `trace` recurses with the value's owned structure (a field's
 //! `Box`, the elements of a `Vec`, and so on down). The impls of those
 //! owning indirections ask [`Tracer::too_deep`] before they descend: past
-//! 128 KiB of stack below where the object's trace began, they report
+//! 128 KiB of stack below where the object's trace began (or half of what
+//! the thread's stack had left there, if less), they report
 //! nothing more and the object counts as reachable, like a borrowed cell.
 //! A value nested that deep (a `Box` list of a million nodes whose `Drop`
 //! is iterative) keeps its cycles alive (they leak) instead of overflowing
@@ -200,7 +201,8 @@ impl<'a> Tracer<'a> {
     }
 
     /// Whether the trace has nested deeper than its stack budget (128 KiB
-    /// below where the object's trace started); then the object is kept
+    /// below where the object's trace started, or half of the stack the
+    /// thread had left there if that is less); then the object is kept
     /// alive ([`keep_alive`](Tracer::keep_alive)) and the caller reports
     /// nothing below. The impls of the owning indirections (`Box`, the
     /// collections) ask before they descend: a value's owned structure can
@@ -209,7 +211,17 @@ impl<'a> Tracer<'a> {
     /// leak) rather than overflow the stack.
     #[inline]
     pub fn too_deep(&mut self) -> bool {
-        let deep = crate::stack::grown_since(self.base) > crate::stack::TRACE_BUDGET;
+        let grown = crate::stack::grown_since(self.base);
+        // One comparison while shallow; the thread's stack is looked at
+        // only past a few KiB.
+        grown > crate::stack::TRACE_UNCHECKED && self.too_deep_slow(grown)
+    }
+
+    /// [`Tracer::too_deep`] past [`TRACE_UNCHECKED`](crate::stack::TRACE_UNCHECKED).
+    #[cold]
+    #[inline(never)]
+    fn too_deep_slow(&mut self, grown: usize) -> bool {
+        let deep = grown > crate::stack::trace_budget(self.base);
         if deep {
             self.keep_alive = true;
         }

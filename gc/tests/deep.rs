@@ -28,8 +28,12 @@ unsafe impl Trace for RcLink {
 }
 
 fn on_small_stack(f: impl FnOnce() + Send + 'static) {
+    on_stack(STACK, f);
+}
+
+fn on_stack(size: usize, f: impl FnOnce() + Send + 'static) {
     std::thread::Builder::new()
-        .stack_size(STACK)
+        .stack_size(size)
         .spawn(f)
         .unwrap()
         .join()
@@ -96,10 +100,13 @@ const BOXES: usize = if cfg!(miri) { 200 } else { 1_000_000 };
 /// A value whose owned structure nests far deeper than a trace may go (a
 /// `Box` list whose `Drop` the user made iterative), on a self-cycle: the
 /// trace stops at its stack budget and keeps the object alive (its cycle
-/// leaks) instead of overflowing the stack, and a shallow one is freed.
-/// (Under Miri the stack address does not move with the trace: no budget.)
+/// leaks) instead of overflowing the stack, and a shallow one is freed. On
+/// a thread whose whole stack is smaller than the budget (64 KiB: it
+/// overflowed before the budget took the thread's stack into account), the
+/// same. (Under Miri the stack address does not move with the trace: no
+/// budget.)
 macro_rules! deep_value_test {
-    ($name:ident, $gc:path, $cell:ident, $lock:ident) => {
+    ($name:ident, $gc:path, $cell:ident, $lock:ident, $stack:expr, $shallow:expr) => {
         #[test]
         fn $name() {
             use $gc::{collect, Gc};
@@ -147,9 +154,9 @@ macro_rules! deep_value_test {
                 h
             }
 
-            on_small_stack(|| {
+            on_stack($stack, || {
                 let deep = Gc::downgrade(&self_cycle(BOXES));
-                let shallow = Gc::downgrade(&self_cycle(100));
+                let shallow = Gc::downgrade(&self_cycle($shallow));
                 collect();
                 assert!(shallow.upgrade().is_none(), "traced, and its cycle freed");
                 let deep = deep.upgrade();
@@ -176,13 +183,36 @@ deep_value_test!(
     tracing_a_deeply_nested_value_keeps_it_instead_of_overflowing,
     recycler,
     RefCell,
-    borrow_mut
+    borrow_mut,
+    STACK,
+    100
 );
 deep_value_test!(
     sync_tracing_a_deeply_nested_value_keeps_it_instead_of_overflowing,
     recycler::sync,
     Mutex,
-    lock_cell
+    lock_cell,
+    STACK,
+    100
 );
+deep_value_test!(
+    on_a_64_kib_stack_tracing_a_deeply_nested_value_keeps_it,
+    recycler,
+    RefCell,
+    borrow_mut,
+    SMALLEST,
+    10
+);
+deep_value_test!(
+    on_a_64_kib_stack_sync_tracing_a_deeply_nested_value_keeps_it,
+    recycler::sync,
+    Mutex,
+    lock_cell,
+    SMALLEST,
+    10
+);
+
+/// A thread stack below the trace budget.
+const SMALLEST: usize = 64 * 1024;
 
 use std::sync::Mutex;
