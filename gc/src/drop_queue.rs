@@ -169,10 +169,10 @@ impl Queue {
                 Ok(()) => {
                     self.trim();
                     let nested = self.panic.take();
-                    return first_panic.or(nested);
+                    return crate::payload::first_of(first_panic, nested);
                 }
                 Err(payload) => {
-                    first_panic.get_or_insert(payload);
+                    crate::payload::keep_first(&mut first_panic, payload);
                 }
             }
         }
@@ -186,7 +186,7 @@ struct Drainer;
 impl Drop for Drainer {
     fn drop(&mut self) {
         // Further panics are swallowed, the one in flight wins.
-        drop(drain());
+        crate::payload::discard(drain());
         collector::set_drain_limit(stack::NO_DRAINER);
     }
 }
@@ -226,7 +226,7 @@ fn keep_panic(payload: Box<dyn std::any::Any + Send>) {
     let mut payload = Some(payload);
     let mut keep = |q: &Queue| {
         let first = q.panic.take();
-        q.panic.set(first.or(payload.take()));
+        q.panic.set(crate::payload::first_of(first, payload.take()));
     };
     if QUEUE.try_with(&mut keep).is_err() {
         with_fallback(true, keep);

@@ -64,6 +64,7 @@ mod fallback;
 mod guards;
 mod handle;
 mod header;
+mod payload;
 mod pointer;
 mod stack;
 

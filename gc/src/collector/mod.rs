@@ -889,7 +889,9 @@ fn run(kind: Kind, ripen: bool, triggered: bool) {
     // Not while unwinding (a `collect()` from a destructor the unwind runs):
     // a second panic would abort the process. The hook reported it.
     if let Err(payload) = outcome {
-        if !std::thread::panicking() {
+        if std::thread::panicking() {
+            crate::payload::discard(Some(payload));
+        } else {
             panic::resume_unwind(payload);
         }
     }
@@ -950,7 +952,7 @@ fn kill(garbage: &[Object], held: &[Object]) {
                 // fields); its hold was not released yet.
                 // SAFETY: as above.
                 unsafe { release_hold(garbage[next - 1]) };
-                first_panic.get_or_insert(payload);
+                crate::payload::keep_first(&mut first_panic, payload);
             }
         }
         if let Some(payload) = first_panic {

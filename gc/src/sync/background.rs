@@ -223,8 +223,9 @@ fn run() {
             }
         }
         // A panicking destructor of a collected cycle must not end the
-        // thread (the panic has been printed by the hook).
-        let _ = std::panic::catch_unwind(collector::collect_requested);
+        // thread (the panic has been printed by the hook), nor a payload
+        // whose own drop panics.
+        crate::payload::discard(std::panic::catch_unwind(collector::collect_requested).err());
         // This thread allocates nothing that would reuse the memory its
         // collections recycle (see *Recycling* in `header.rs`): free it.
         crate::drop_queue::free_all_deferred();

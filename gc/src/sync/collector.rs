@@ -693,7 +693,7 @@ unsafe fn trace_into(
         Ok(()) => tracer.kept_alive(),
         Err(payload) => {
             edges.clear();
-            panic.get_or_insert(payload);
+            crate::payload::keep_first(panic, payload);
             true
         }
     }
@@ -823,8 +823,10 @@ fn collecting() -> bool {
 /// runs): a second panic would abort the process. The hook reported it.
 fn run(global: &Global, lock: MutexGuard<'_, ()>, kind: Kind) -> (usize, usize) {
     let ((freed, traced, panic), dropped) = drops::batch(|| run_locked(global, lock, kind));
-    if let Some(payload) = panic.or(dropped) {
-        if !std::thread::panicking() {
+    if let Some(payload) = crate::payload::first_of(panic, dropped) {
+        if std::thread::panicking() {
+            crate::payload::discard(Some(payload));
+        } else {
             resume_unwind(payload);
         }
     }
@@ -864,7 +866,7 @@ fn run_locked(global: &Global, lock: MutexGuard<'_, ()>, kind: Kind) -> (usize, 
     let dropped = dying.free();
     #[cfg(not(loom))]
     global.dying.lock().retain(|&b| b != batch);
-    panic = panic.or(dropped);
+    panic = crate::payload::first_of(panic, dropped);
     let (pause, cpu) = timer.stop();
     let pause = pause.as_nanos() as u64;
     global.total_pause_ns.fetch_add(pause, Relaxed);
@@ -926,7 +928,7 @@ impl Dying {
                 (header.as_ref().vtable.drop_value)(header)
             }));
             if let Err(payload) = result {
-                panic.get_or_insert(payload);
+                crate::payload::keep_first(&mut panic, payload);
             }
         }
         for header in self.0.drain(..) {

@@ -156,7 +156,7 @@ unsafe fn drop_outer(this: NonNull<Header>, old: u64, base: usize) {
         BASE.with(|b| b.set(NO_DRAINER));
         // The drainer's own value's panic first (it started first), as in
         // `crate::drop_queue`.
-        if let Some(payload) = own.or(rest) {
+        if let Some(payload) = crate::payload::first_of(own, rest) {
             resume_unwind(payload);
         }
     } else {
@@ -174,7 +174,7 @@ unsafe fn drop_outer(this: NonNull<Header>, old: u64, base: usize) {
 fn keep_panic(payload: Box<dyn core::any::Any + Send>) {
     with_queue(true, |q| {
         let first = q.panic.take();
-        q.panic.set(first.or(Some(payload)));
+        q.panic.set(crate::payload::first_of(first, Some(payload)));
     });
     let _ = QUEUED.try_with(|q| q.set(true));
 }
@@ -199,7 +199,7 @@ pub(crate) fn batch<R>(f: impl FnOnce() -> R) -> (R, Panic) {
         fn drop(&mut self) {
             if self.0 == NO_DRAINER {
                 BASE.with(|b| b.set(stack_address()));
-                drop(drain());
+                crate::payload::discard(drain());
             }
             BASE.with(|b| b.set(self.0));
         }
@@ -239,7 +239,7 @@ fn drain() -> Panic {
         match run {
             Ok(()) => break,
             Err(payload) => {
-                first.get_or_insert(payload);
+                crate::payload::keep_first(&mut first, payload);
             }
         }
     }
@@ -256,7 +256,7 @@ fn drain() -> Panic {
     .flatten();
     // SAFETY: drained; the drops that used it ran inside the drainer.
     FALLBACK.with(|slot| unsafe { slot.free() });
-    first.or(nested)
+    crate::payload::first_of(first, nested)
 }
 
 /// The next queued value, if any.

@@ -1,0 +1,45 @@
+//! Panic payloads that the collectors and the drop queues catch, keep and
+//! re-raise.
+//!
+//! A loop that drops many values under `catch_unwind` keeps the first panic
+//! and drops the others. A payload is a user value (`panic_any`), and its
+//! own `Drop` may panic: dropped in plain code, that panic would unwind
+//! out of the loop, which would then drop the payload it had kept while
+//! unwinding, a panic during a panic: an abort. So every payload that is
+//! not kept is dropped here, under `catch_unwind`, and if its drop panics
+//! that second payload is forgotten (a leak, never an abort).
+
+use std::any::Any;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+/// A caught panic.
+pub(crate) type Payload = Box<dyn Any + Send>;
+
+/// Keeps `payload` in `first` unless a panic is kept there already; then
+/// drops it ([`discard`]).
+pub(crate) fn keep_first(first: &mut Option<Payload>, payload: Payload) {
+    match first {
+        None => *first = Some(payload),
+        Some(_) => discard(Some(payload)),
+    }
+}
+
+/// `first`, or else `second`; the one not returned is dropped
+/// ([`discard`]).
+pub(crate) fn first_of(first: Option<Payload>, second: Option<Payload>) -> Option<Payload> {
+    match (first, second) {
+        (Some(first), second) => {
+            discard(second);
+            Some(first)
+        }
+        (None, second) => second,
+    }
+}
+
+/// Drops a payload that is not re-raised, if any; a panic of its own drop
+/// is caught, and that one forgotten.
+pub(crate) fn discard(payload: Option<Payload>) {
+    if let Err(inner) = catch_unwind(AssertUnwindSafe(move || drop(payload))) {
+        std::mem::forget(inner);
+    }
+}
