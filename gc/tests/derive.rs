@@ -563,3 +563,73 @@ fn a_local_type_named_like_a_module_type_is_not_a_self_reference() {
     collect();
     assert_eq!(drops() - before, 2);
 }
+
+/// A generic type whose `MAY_CONTAIN_GC` is not monotone in its argument (a
+/// field that is a projection): the least fixed point computed with the
+/// recursion marker said `false` for a type that owns a `Gc`, and its
+/// cycles leaked (a hostile review's program). A self-reference inside a
+/// generic type the derive does not know to be monotone now counts as
+/// `true`.
+pub trait Pick {
+    type Out: Trace;
+}
+
+impl<T: Copy> Pick for T {
+    type Out = ();
+}
+
+impl Pick for Lying {
+    type Out = RefCell<Option<Gc<Lying>>>;
+}
+
+#[derive(Trace)]
+pub struct Holder<T: Pick> {
+    out: T::Out,
+}
+
+#[derive(Trace)]
+pub struct Lying {
+    inner: Box<Holder<Lying>>,
+}
+
+/// Recursion through a user wrapper (monotone or not, the derive cannot
+/// tell): a candidate.
+#[derive(Trace)]
+pub struct UserVec<T>(Vec<T>);
+
+#[derive(Trace)]
+pub struct WrappedTree {
+    _kids: UserVec<WrappedTree>,
+}
+
+#[test]
+fn recursion_through_a_user_generic_type_is_a_candidate() {
+    assert!(may::<Lying>());
+    assert!(may::<WrappedTree>());
+    // Through the crate's containers, still the least fixed point.
+    assert!(!may::<Expr>());
+    let before = drops_of_lying();
+    let a = Gc::new(Lying {
+        inner: Box::new(Holder {
+            out: RefCell::new(None),
+        }),
+    });
+    *a.inner.out.borrow_mut() = Some(a.clone());
+    drop(a);
+    collect();
+    assert_eq!(drops_of_lying() - before, 1, "its self-cycle is collected");
+}
+
+thread_local! {
+    static LYING_DROPS: Cell<usize> = const { Cell::new(0) };
+}
+
+fn drops_of_lying() -> usize {
+    LYING_DROPS.with(Cell::get)
+}
+
+impl Drop for Lying {
+    fn drop(&mut self) {
+        LYING_DROPS.with(|d| d.set(d.get() + 1));
+    }
+}

@@ -17,7 +17,18 @@
 //! in order (`List<T>` inside `List<T>`; an item's own name always shadows
 //! outer ones in its scope, unless a generic parameter has the same name).
 //! Everything else that may or may not be the type makes its field count as
-//! `true`: conservative, and free of const cycles. That covers the type with
+//! `true`: conservative, and free of const cycles.
+//!
+//! The monotonicity holds for the containers whose `Trace` the crate
+//! provides (`Box`, `Vec`, `Option`, the cells and locks, the pointers...)
+//! and for tuples, arrays and slices, but not for every generic type: a
+//! user type whose field is a projection (`struct Holder<T: Pick>(T::Out)`)
+//! can own a `Gc` for `Holder<Lying>` and none for `Holder<RecursionMarker>`
+//! (a hostile review's program, whose cycles leaked). So a self-reference
+//! is replaced only where it is reached through such containers; inside
+//! the arguments of any other generic type the field counts as `true`.
+//! (A user type named like one of those containers is taken for it: at
+//! worst its cycles leak, which the contract allows.) That covers the type with
 //! other arguments (`Nested<Vec<T>>` inside `Nested<T>`, polymorphic
 //! recursion), a path that ends in the name (`self::List<T>` names the
 //! enclosing *module's* `List` when the derive is on a type local to a
@@ -43,6 +54,7 @@ pub(crate) fn replace_self(
         generics,
         marker,
         qself_depth: 0,
+        opaque_depth: 0,
         conservative: false,
     };
     replacer.visit_type_mut(&mut ty);
@@ -54,8 +66,41 @@ struct Replacer<'a> {
     generics: &'a Generics,
     marker: &'a Type,
     qself_depth: usize,
+    /// How many generic types not known to be monotone enclose the type
+    /// being visited.
+    opaque_depth: usize,
     conservative: bool,
 }
+
+/// The generic types whose `MAY_CONTAIN_GC` is that of their arguments
+/// (the crate's `Trace` impls): a self-reference inside them is replaced.
+const MONOTONE: &[&str] = &[
+    "Box",
+    "Vec",
+    "VecDeque",
+    "LinkedList",
+    "BinaryHeap",
+    "BTreeMap",
+    "BTreeSet",
+    "HashMap",
+    "HashSet",
+    "Option",
+    "Result",
+    "Cell",
+    "RefCell",
+    "Mutex",
+    "RwLock",
+    "OnceCell",
+    "Rc",
+    "Arc",
+    "Weak",
+    "Gc",
+    "PhantomData",
+    "ManuallyDrop",
+    "Reverse",
+    "Wrapping",
+    "Pin",
+];
 
 enum Reference {
     NotSelf,
@@ -140,6 +185,24 @@ impl Replacer<'_> {
                 })
     }
 
+    /// Whether `path` names a type without generic arguments or one of the
+    /// [`MONOTONE`] containers (not an associated type of a parameter, as
+    /// `F::Cell<T>`, which may be anything).
+    fn is_monotone(&self, path: &syn::Path) -> bool {
+        let generic = path
+            .segments
+            .iter()
+            .any(|s| !matches!(s.arguments, PathArguments::None));
+        let projection = path.segments.len() > 1
+            && (path.segments[0].ident == "Self" || self.is_param(&path.segments[0].ident));
+        !generic
+            || !projection
+                && path
+                    .segments
+                    .last()
+                    .is_some_and(|last| MONOTONE.iter().any(|m| last.ident == m))
+    }
+
     fn mentions_self(&self, tokens: TokenStream) -> bool {
         tokens.into_iter().any(|tree| match tree {
             TokenTree::Ident(ident) => ident == *self.name || ident == "Self",
@@ -167,7 +230,9 @@ fn is_ident_expr(expr: &Expr, ident: &Ident) -> bool {
 impl VisitMut for Replacer<'_> {
     fn visit_type_mut(&mut self, ty: &mut Type) {
         match self.classify(ty) {
-            Reference::Identity if self.qself_depth == 0 => *ty = self.marker.clone(),
+            Reference::Identity if self.qself_depth == 0 && self.opaque_depth == 0 => {
+                *ty = self.marker.clone()
+            }
             Reference::Identity | Reference::Other => self.conservative = true,
             Reference::NotSelf => match ty {
                 Type::Macro(mac) => {
@@ -181,6 +246,12 @@ impl VisitMut for Replacer<'_> {
                     self.qself_depth += 1;
                     syn::visit_mut::visit_type_mut(self, ty);
                     self.qself_depth -= 1;
+                }
+                // A generic type that may not be monotone in its arguments.
+                Type::Path(tp) if !self.is_monotone(&tp.path) => {
+                    self.opaque_depth += 1;
+                    syn::visit_mut::visit_type_mut(self, ty);
+                    self.opaque_depth -= 1;
                 }
                 _ => syn::visit_mut::visit_type_mut(self, ty),
             },
