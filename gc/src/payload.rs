@@ -6,8 +6,9 @@
 //! own `Drop` may panic: dropped in plain code, that panic would unwind
 //! out of the loop, which would then drop the payload it had kept while
 //! unwinding, a panic during a panic: an abort. So every payload that is
-//! not kept is dropped here, under `catch_unwind`, and if its drop panics
-//! that second payload is forgotten (a leak, never an abort).
+//! not kept is dropped here, under `catch_unwind` (and so is the payload of
+//! a panic of its drop, a few times over, then forgotten: a leak, never an
+//! abort).
 
 use std::any::Any;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -36,10 +37,19 @@ pub(crate) fn first_of(first: Option<Payload>, second: Option<Payload>) -> Optio
     }
 }
 
-/// Drops a payload that is not re-raised, if any; a panic of its own drop
-/// is caught, and that one forgotten.
+/// Drops a payload that is not re-raised, if any. A panic of its own drop
+/// is caught and its payload dropped the same way (usually a message that
+/// drops quietly); a payload whose drop keeps panicking is forgotten after
+/// a few rounds.
 pub(crate) fn discard(payload: Option<Payload>) {
-    if let Err(inner) = catch_unwind(AssertUnwindSafe(move || drop(payload))) {
-        std::mem::forget(inner);
+    let Some(mut payload) = payload else {
+        return;
+    };
+    for _ in 0..4 {
+        match catch_unwind(AssertUnwindSafe(move || drop(payload))) {
+            Ok(()) => return,
+            Err(inner) => payload = inner,
+        }
     }
+    std::mem::forget(payload);
 }
