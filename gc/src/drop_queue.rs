@@ -55,6 +55,7 @@ use std::panic::{self, AssertUnwindSafe};
 use crate::collector;
 use crate::fallback::FallbackSlot;
 use crate::header::{self, Object, RcBox};
+use crate::payload::Payload;
 use crate::stack::{self, stack_address, Frame};
 use crate::unsize::Pointee;
 
@@ -81,7 +82,7 @@ unsafe fn read<P: Copy>(raw: Raw) -> P {
 
 struct Queue {
     /// The first panic caught in a nested free, re-raised by the drainer.
-    panic: Cell<Option<Box<dyn std::any::Any + Send>>>,
+    panic: Cell<Option<Payload>>,
     /// Objects waiting to be freed. Only `push` and `pop` touch it, and they
     /// run no user code, so no two borrows of it ever overlap.
     pending: UnsafeCell<Vec<Entry>>,
@@ -145,7 +146,7 @@ impl Queue {
     /// Inline when nothing is queued, the common end of a drainer's turn
     /// (the value's own drop freed everything in place).
     #[inline]
-    fn drain(&self) -> Option<Box<dyn std::any::Any + Send>> {
+    fn drain(&self) -> Option<Payload> {
         // SAFETY: see `pending`: no other borrow exists during this call.
         if unsafe { (*self.pending.get()).is_empty() } {
             // Nothing was queued since the last drain, which trimmed.
@@ -156,7 +157,7 @@ impl Queue {
 
     /// The rest of [`Queue::drain`]: objects are queued.
     #[inline(never)]
-    fn drain_queued(&self) -> Option<Box<dyn std::any::Any + Send>> {
+    fn drain_queued(&self) -> Option<Payload> {
         let mut first_panic = None;
         loop {
             let run = panic::catch_unwind(AssertUnwindSafe(|| {
@@ -194,7 +195,7 @@ impl Drop for Drainer {
 /// The drainer's drain of this thread's queue (see [`Queue::drain`]), or
 /// once that is destroyed, of the fallback queue, which it then frees.
 #[inline]
-fn drain() -> Option<Box<dyn std::any::Any + Send>> {
+fn drain() -> Option<Payload> {
     QUEUE
         .try_with(Queue::drain)
         .unwrap_or_else(|_| drain_fallback())
@@ -211,7 +212,7 @@ fn with_fallback<R>(create: bool, f: impl FnOnce(&Queue) -> R) -> Option<R> {
 /// The drainer's drain of the fallback queue, if there is one; then frees it.
 #[cold]
 #[inline(never)]
-fn drain_fallback() -> Option<Box<dyn std::any::Any + Send>> {
+fn drain_fallback() -> Option<Payload> {
     let panic = with_fallback(false, Queue::drain).flatten();
     // SAFETY: drained; the frees that used it ran inside the drainer.
     FALLBACK.with(|slot| unsafe { slot.free() });
@@ -222,7 +223,7 @@ fn drain_fallback() -> Option<Box<dyn std::any::Any + Send>> {
 /// (only the first one on this thread's turn).
 #[cold]
 #[inline(never)]
-fn keep_panic(payload: Box<dyn std::any::Any + Send>) {
+fn keep_panic(payload: Payload) {
     let mut payload = Some(payload);
     let mut keep = |q: &Queue| {
         let first = q.panic.take();
@@ -386,7 +387,7 @@ unsafe fn free_outer<P: Dying>(object: P, limit: usize) {
 /// As for [`Dying::release`].
 #[cold]
 #[inline(never)]
-unsafe fn released_after_panic<P: Dying>(object: P, payload: Box<dyn std::any::Any + Send>) {
+unsafe fn released_after_panic<P: Dying>(object: P, payload: Payload) {
     // SAFETY: forwarded.
     unsafe { object.release() };
     keep_panic(payload);

@@ -19,10 +19,7 @@ pub(crate) type Payload = Box<dyn Any + Send>;
 /// Keeps `payload` in `first` unless a panic is kept there already; then
 /// drops it ([`discard`]).
 pub(crate) fn keep_first(first: &mut Option<Payload>, payload: Payload) {
-    match first {
-        None => *first = Some(payload),
-        Some(_) => discard(Some(payload)),
-    }
+    *first = first_of(first.take(), Some(payload));
 }
 
 /// `first`, or else `second`; the one not returned is dropped

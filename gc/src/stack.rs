@@ -110,13 +110,16 @@ fn floor() -> Option<usize> {
         // No destructor: usable while thread-locals are destroyed.
         static FLOOR: Cell<usize> = const { Cell::new(UNKNOWN) };
     }
-    let floor = FLOOR.try_with(Cell::get).ok()?;
-    if floor != UNKNOWN {
-        return Some(floor).filter(|&f| f != 0);
-    }
-    let floor = query_floor().unwrap_or(0);
-    let _ = FLOOR.try_with(|f| f.set(floor));
-    Some(floor).filter(|&f| f != 0)
+    let floor = FLOOR
+        .try_with(|f| {
+            if f.get() == UNKNOWN {
+                // 0: asked, not known.
+                f.set(query_floor().unwrap_or(0));
+            }
+            f.get()
+        })
+        .ok()?;
+    (floor != 0).then_some(floor)
 }
 
 /// Where the calling thread's stack ends, from `pthread_getattr_np` (for

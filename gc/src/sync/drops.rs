@@ -35,7 +35,7 @@ use crate::stack::{self, stack_address, Frame};
 type Pending = (NonNull<Header>, u64);
 
 /// A caught panic, to be re-raised later.
-pub(crate) type Panic = Option<Box<dyn core::any::Any + Send>>;
+pub(crate) type Panic = Option<crate::payload::Payload>;
 
 /// This thread's queue and first kept panic. Only `push`, `pop` and `trim`
 /// borrow `pending`, and they run no user code, so borrows never overlap.
@@ -171,7 +171,7 @@ unsafe fn drop_outer(this: NonNull<Header>, old: u64, base: usize) {
 /// kept already (then it is dropped).
 #[cold]
 #[inline(never)]
-fn keep_panic(payload: Box<dyn core::any::Any + Send>) {
+fn keep_panic(payload: crate::payload::Payload) {
     with_queue(true, |q| {
         let first = q.panic.take();
         q.panic.set(crate::payload::first_of(first, Some(payload)));
