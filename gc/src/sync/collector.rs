@@ -821,8 +821,40 @@ fn collecting() -> bool {
 /// the first panic (of a `Trace`, then of a `Drop`) is re-raised, unless
 /// the thread is unwinding (a `collect()` from a destructor the unwind
 /// runs): a second panic would abort the process. The hook reported it.
+///
+/// The thread counts as collecting (`COLLECTING`) and the collection's free
+/// phase as running (`Global::dying`) until the values its drop batch
+/// queued are dropped too: those values (a `sync::Gc` that only a member of
+/// a collected cycle owned) are part of its garbage, and an explicit
+/// `collect()` on another thread returns only after them (it used to return
+/// while they were being dropped: `gc/tests/sync_collect_wait_leaf.rs`).
+/// Their destructors' `collect()` therefore returns at once, as the
+/// members' do, instead of waiting for the batch that runs them. (A
+/// collection nested in an enclosing drop loop leaves its queued values to
+/// that loop, which it cannot wait for.)
 fn run(global: &Global, lock: MutexGuard<'_, ()>, kind: Kind) -> (usize, usize) {
-    let ((freed, traced, panic), dropped) = drops::batch(|| run_locked(global, lock, kind));
+    /// Clears the in-collection flag and ends the free phase (its number
+    /// in `Global::dying`), also when unwinding.
+    struct Collecting<'g> {
+        #[cfg_attr(loom, allow(dead_code))]
+        global: &'g Global,
+        #[cfg_attr(loom, allow(dead_code))]
+        batch: Option<u64>,
+    }
+    impl Drop for Collecting<'_> {
+        fn drop(&mut self) {
+            #[cfg(not(loom))]
+            if let Some(batch) = self.batch {
+                self.global.dying.lock().retain(|&b| b != batch);
+            }
+            let _ = COLLECTING.try_with(|c| c.set(false));
+        }
+    }
+    COLLECTING.with(|c| c.set(true));
+    let mut collecting = Collecting { global, batch: None };
+    let ((freed, traced, panic), dropped) =
+        drops::batch(|| run_locked(global, lock, kind, &mut collecting.batch));
+    drop(collecting);
     if let Some(payload) = crate::payload::first_of(panic, dropped) {
         if std::thread::panicking() {
             crate::payload::discard(Some(payload));
@@ -834,16 +866,14 @@ fn run(global: &Global, lock: MutexGuard<'_, ()>, kind: Kind) -> (usize, usize) 
 }
 
 /// [`run`]'s collection proper.
-fn run_locked(global: &Global, lock: MutexGuard<'_, ()>, kind: Kind) -> (usize, usize, Panic) {
-    /// Clears the in-collection flag, also when unwinding.
-    struct Collecting;
-    impl Drop for Collecting {
-        fn drop(&mut self) {
-            let _ = COLLECTING.try_with(|c| c.set(false));
-        }
-    }
-    COLLECTING.with(|c| c.set(true));
-    let collecting = Collecting;
+/// `batch` receives the number of its free phase (step 5), which `run`
+/// ends.
+fn run_locked(
+    global: &Global,
+    lock: MutexGuard<'_, ()>,
+    kind: Kind,
+    #[cfg_attr(loom, allow(unused_variables))] batch: &mut Option<u64>,
+) -> (usize, usize, Panic) {
     // This thread's buffers, taken out so that a panic (a `Trace` impl or a
     // destructor) drops them with their holds released.
     let mut work = Work::take();
@@ -855,17 +885,15 @@ fn run_locked(global: &Global, lock: MutexGuard<'_, ()>, kind: Kind) -> (usize, 
     // Numbered before the lock goes: an explicit collection that takes it
     // next waits for these frees (`collect_explicit`).
     #[cfg(not(loom))]
-    let batch = {
-        let batch = global.batches.fetch_add(1, Relaxed);
-        global.dying.lock().push(batch);
-        batch
-    };
+    {
+        let number = global.batches.fetch_add(1, Relaxed);
+        global.dying.lock().push(number);
+        *batch = Some(number);
+    }
     drop(lock);
     // 5 (unlocked). Drop the doomed values and release their holds.
     timer.checkpoint();
     let dropped = dying.free();
-    #[cfg(not(loom))]
-    global.dying.lock().retain(|&b| b != batch);
     panic = crate::payload::first_of(panic, dropped);
     let (pause, cpu) = timer.stop();
     let pause = pause.as_nanos() as u64;
@@ -874,7 +902,6 @@ fn run_locked(global: &Global, lock: MutexGuard<'_, ()>, kind: Kind) -> (usize, 
     global
         .total_pause_cpu_ns
         .fetch_add(cpu.as_nanos() as u64, Relaxed);
-    drop(collecting);
     (freed, traced, panic)
 }
 
