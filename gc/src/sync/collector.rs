@@ -761,25 +761,40 @@ pub(crate) fn collect_explicit(kind: Kind, rounds: usize) {
     let global = global();
     #[cfg(not(loom))]
     let mut first = None;
-    for _ in 0..rounds {
-        #[cfg(not(loom))]
-        let lock = global.collector_lock();
-        #[cfg(not(loom))]
-        first.get_or_insert(global.batches.load(Relaxed));
-        #[cfg(loom)]
-        let Some(lock) = global.try_collector() else {
-            return;
-        };
-        let (freed, _) = run(global, lock, kind);
-        if freed == 0 {
-            break;
+    // A second pass only after waiting for an earlier collection's frees:
+    // the values they dropped may have released the last outside handle to
+    // a cycle (an old one that collection did not enter), which is buffered
+    // only then, after our drains (`gc/tests/sync_collect_after_thread.rs`:
+    // it survived `collect()`). Our own rounds' frees are done when `run`
+    // returns, and later collections are not waited for, so one more pass
+    // suffices.
+    for _pass in 0..2 {
+        for _ in 0..rounds {
+            #[cfg(not(loom))]
+            let lock = global.collector_lock();
+            #[cfg(not(loom))]
+            first.get_or_insert(global.batches.load(Relaxed));
+            #[cfg(loom)]
+            let Some(lock) = global.try_collector() else {
+                return;
+            };
+            let (freed, _) = run(global, lock, kind);
+            if freed == 0 {
+                break;
+            }
         }
-    }
-    #[cfg(not(loom))]
-    if let Some(first) = first {
-        while global.dying.lock().iter().any(|&batch| batch < first) {
-            super::prim::spin_wait();
+        #[cfg(not(loom))]
+        if let Some(first) = first {
+            let mut waited = false;
+            while global.dying.lock().iter().any(|&batch| batch < first) {
+                waited = true;
+                super::prim::spin_wait();
+            }
+            if waited {
+                continue;
+            }
         }
+        break;
     }
 }
 
