@@ -9,7 +9,9 @@ use std::sync::{Mutex, RwLock};
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-use recycler::sync::{collect, collect_minor, set_policy, stats, Gc, Weak};
+use recycler::sync::{
+    collect, collect_minor, set_collector_mode, set_policy, stats, CollectorMode, Gc, Weak,
+};
 use recycler::{Policy, Trace};
 
 static ALLOCATED: AtomicUsize = AtomicUsize::new(0);
@@ -167,8 +169,27 @@ fn worker(seed: u64, to: mpsc::Sender<Vec<Gc<Node>>>, from: mpsc::Receiver<Vec<G
     }
 }
 
+/// The collector and its statistics are process-wide: one test at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
+
 #[test]
 fn every_old_garbage_cycle_is_freed_by_collect_after_join() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    run(CollectorMode::Mutators);
+}
+
+/// The same with the collector thread, which may still be freeing when
+/// `collect()` starts (`sync_collect_after_thread.rs`).
+#[test]
+fn every_old_garbage_cycle_is_freed_by_collect_after_join_with_the_collector_thread() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    run(CollectorMode::Thread);
+    set_collector_mode(CollectorMode::Mutators);
+}
+
+fn run(mode: CollectorMode) {
+    set_collector_mode(mode);
+    collect();
     let threads = 4;
     for iteration in 0..iterations() {
         let mut senders = Vec::new();
