@@ -553,11 +553,13 @@ use crate::{Policy, Stats};
 ///
 /// If another thread (the collector thread, say) is collecting, waits for
 /// it to finish first, and returns only when the values of the cycles that
-/// the collections begun before it took are dropped (they drop on the
-/// threads that run those collections). A blocking call, like joining a
-/// thread: the caller must not hold a lock that a destructor of such a
-/// cycle waits for, and such a destructor must not wait for a thread that
-/// calls `collect()` meanwhile (join it, say): each would wait for the
+/// the collections begun before it took, and the values those released by
+/// counting, are dropped (they drop on the threads that run those
+/// collections); if it waited for such frees, it collects once more, for
+/// the cycles whose last outside handle they dropped. A blocking call, like
+/// joining a thread: the caller must not hold a lock that a destructor of
+/// such a value waits for, and such a destructor must not wait for a thread
+/// that calls `collect()` meanwhile (join it, say): each would wait for the
 /// other. Collections that begin after this one are not waited for: a
 /// destructor of a cycle this call collects may wait for another thread's
 /// `collect()`. (Automatic collections never block like this: they wait
