@@ -1539,6 +1539,12 @@ fn validate(w: &mut Work, a: usize, b: usize, id: u32, since: Stamp) -> bool {
         return false;
     }
     doom_all(w, a, b);
+    // The re-trace's guards go only now: a user lock's guard may run code
+    // in its `Drop` (upgrade a `Weak` to a member, say), which must find
+    // the members doomed, not claimed (an upgrade waits while `CLAIMED` is
+    // set, and only this thread could clear it: a deadlock,
+    // `gc/tests/sync_guard_drop_upgrade.rs`).
+    w.guards.clear();
     true
 }
 
@@ -1565,6 +1571,10 @@ fn validate(w: &mut Work, a: usize, b: usize, id: u32, since: Stamp) -> bool {
 /// yet claimed could clone through its immutable fields a handle to one
 /// already claimed, then drop its own before its member's claim (loom
 /// model `stale_clone_through_a_field`).
+///
+/// On success the cells stay locked (`w.guards`): the caller dooms the
+/// members, then releases them (a guard's `Drop` is user code, which must
+/// not find a member claimed). On failure they are unclaimed and released.
 fn sigma_claim(w: &mut Work, a: usize, b: usize, id: u32) -> bool {
     // `trial` becomes minus each member's in-degree from the members.
     for k in a..b {
@@ -1605,7 +1615,9 @@ fn sigma_claim(w: &mut Work, a: usize, b: usize, id: u32) -> bool {
             closed = false;
         }
     }
-    w.guards.clear();
+    if !closed {
+        w.guards.clear();
+    }
     closed
 }
 
