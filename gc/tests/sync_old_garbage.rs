@@ -220,6 +220,8 @@ fn run(mode: CollectorMode) {
             allocated - dropped
         );
         assert_eq!(s.live, 0, "{s:?}");
+        // Exactly (`live` saturates): every node freed once, by one of them.
+        assert_eq!(s.freed_by_rc + s.freed_by_collector, allocated as u64, "{s:?}");
         assert_eq!(s.old_objects, 0, "{s:?}");
     }
 }
