@@ -46,8 +46,16 @@ impl Drop for Node {
 
 /// A two-node cycle; `first` has role `role` and owns `other`.
 fn cycle(role: Role, other: Option<Gc<Node>>) -> Gc<Node> {
-    let a = Gc::new(Node { next: Mutex::new(None), other, role });
-    let b = Gc::new(Node { next: Mutex::new(Some(a.clone())), other: None, role: Role::Plain });
+    let a = Gc::new(Node {
+        next: Mutex::new(None),
+        other,
+        role,
+    });
+    let b = Gc::new(Node {
+        next: Mutex::new(Some(a.clone())),
+        other: None,
+        role: Role::Plain,
+    });
     *a.next.lock().unwrap() = Some(b);
     a
 }
@@ -79,6 +87,9 @@ fn collect_after_join_frees_what_the_collector_threads_frees_release() {
     worker.join().unwrap();
     // Every user thread has joined; the collector thread is dropping `x`.
     collect();
-    assert!(Y_DROPPED.load(SeqCst), "an unreachable cycle survived collect()");
+    assert!(
+        Y_DROPPED.load(SeqCst),
+        "an unreachable cycle survived collect()"
+    );
     set_collector_mode(CollectorMode::Mutators);
 }

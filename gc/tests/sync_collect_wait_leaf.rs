@@ -43,8 +43,14 @@ fn collect_waits_for_the_leaves_of_earlier_collections() {
     set_policy(Policy::Manual);
     let earlier = std::thread::spawn(|| {
         set_policy(Policy::Manual);
-        let a = Gc::new(Node { next: Mutex::new(None), leaf: Some(Gc::new(Leaf)) });
-        let b = Gc::new(Node { next: Mutex::new(Some(a.clone())), leaf: None });
+        let a = Gc::new(Node {
+            next: Mutex::new(None),
+            leaf: Some(Gc::new(Leaf)),
+        });
+        let b = Gc::new(Node {
+            next: Mutex::new(Some(a.clone())),
+            leaf: None,
+        });
         *a.next.lock().unwrap() = Some(b);
         drop(a);
         collect();

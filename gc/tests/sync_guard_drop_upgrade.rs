@@ -9,7 +9,10 @@
 //! thread could take back — a deadlock.
 
 use core::cell::UnsafeCell;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::{Acquire, Release, SeqCst}};
+use std::sync::atomic::{
+    AtomicBool, AtomicUsize,
+    Ordering::{Acquire, Release, SeqCst},
+};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -30,10 +33,17 @@ struct Guard<'a, T>(&'a WakeLock<T>);
 
 impl<T> WakeLock<T> {
     fn new(value: T) -> Self {
-        WakeLock { locked: AtomicBool::new(false), value: UnsafeCell::new(value), waiter: Mutex::new(Weak::new()) }
+        WakeLock {
+            locked: AtomicBool::new(false),
+            value: UnsafeCell::new(value),
+            waiter: Mutex::new(Weak::new()),
+        }
     }
     fn try_lock(&self) -> Option<Guard<'_, T>> {
-        let won = self.locked.compare_exchange(false, true, Acquire, Acquire).is_ok();
+        let won = self
+            .locked
+            .compare_exchange(false, true, Acquire, Acquire)
+            .is_ok();
         won.then(|| Guard(self))
     }
     fn lock(&self) -> Guard<'_, T> {
@@ -77,7 +87,10 @@ impl<T> Drop for Guard<'_, T> {
 // dropped (on any thread, at any time); `try_lock` never blocks.
 unsafe impl<T: Trace> TraceLock for WakeLock<T> {
     type Value = T;
-    type Guard<'a> = Guard<'a, T> where T: 'a;
+    type Guard<'a>
+        = Guard<'a, T>
+    where
+        T: 'a;
     fn try_lock_for_trace(&self) -> Option<Guard<'_, T>> {
         self.try_lock()
     }
@@ -104,8 +117,12 @@ unsafe impl Trace for Node {
 #[test]
 fn a_guard_that_upgrades_in_its_drop_does_not_deadlock_the_collector() {
     set_policy(Policy::Manual);
-    let a = Gc::new(Node { next: WakeLock::new(None) });
-    let b = Gc::new(Node { next: WakeLock::new(Some(a.clone())) });
+    let a = Gc::new(Node {
+        next: WakeLock::new(None),
+    });
+    let b = Gc::new(Node {
+        next: WakeLock::new(Some(a.clone())),
+    });
     *a.next.lock() = Some(b.clone());
     // Each lock's waiter is the other node.
     *a.next.waiter.lock().unwrap() = Gc::downgrade(&b);
@@ -121,7 +138,10 @@ fn a_guard_that_upgrades_in_its_drop_does_not_deadlock_the_collector() {
     });
     let start = Instant::now();
     while !DONE.load(SeqCst) {
-        assert!(start.elapsed() < Duration::from_secs(10), "collect() deadlocked");
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "collect() deadlocked"
+        );
         std::thread::sleep(Duration::from_millis(10));
     }
     assert!(weak.upgrade().is_none(), "the cycle was not freed");

@@ -221,11 +221,18 @@ fn run(mode: CollectorMode) {
         );
         assert_eq!(s.live, 0, "{s:?}");
         // Exactly (`live` saturates): every node freed once, by one of them.
-        assert_eq!(s.freed_by_rc + s.freed_by_collector, allocated as u64, "{s:?}");
+        assert_eq!(
+            s.freed_by_rc + s.freed_by_collector,
+            allocated as u64,
+            "{s:?}"
+        );
         assert_eq!(s.old_objects, 0, "{s:?}");
     }
 }
 
 fn iterations() -> usize {
-    std::env::var("ITER").ok().and_then(|v| v.parse().ok()).unwrap_or(3)
+    std::env::var("ITER")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3)
 }

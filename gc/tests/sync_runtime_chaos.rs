@@ -43,7 +43,11 @@ struct Node {
 
 fn node(act: Act) -> Gc<Node> {
     ALLOCATED.fetch_add(1, SeqCst);
-    Gc::new_cyclic(|me| Node { next: Mutex::new(Vec::new()), me: me.clone(), act })
+    Gc::new_cyclic(|me| Node {
+        next: Mutex::new(Vec::new()),
+        me: me.clone(),
+        act,
+    })
 }
 
 impl Drop for Node {
@@ -142,7 +146,10 @@ fn worker(seed: u64, stop: &AtomicBool) {
 
 #[test]
 fn the_runtime_survives_chaos() {
-    let secs: u64 = std::env::var("CHAOS_SECS").ok().and_then(|v| v.parse().ok()).unwrap_or(3);
+    let secs: u64 = std::env::var("CHAOS_SECS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3);
     static STOP: AtomicBool = AtomicBool::new(false);
     static FINISHED: AtomicUsize = AtomicUsize::new(0);
     let threads = 3;
@@ -156,7 +163,11 @@ fn the_runtime_survives_chaos() {
     STOP.store(true, SeqCst);
     let start = Instant::now();
     while FINISHED.load(SeqCst) < threads {
-        assert!(start.elapsed() < Duration::from_secs(30), "deadlock: {} of {threads} workers finished", FINISHED.load(SeqCst));
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "deadlock: {} of {threads} workers finished",
+            FINISHED.load(SeqCst)
+        );
         std::thread::sleep(Duration::from_millis(10));
     }
     set_collector_mode(CollectorMode::Mutators);

@@ -759,7 +759,8 @@ pub(crate) fn collect_explicit(kind: Kind, rounds: usize) {
         return;
     }
     let global = global();
-    #[cfg(not(loom))]
+    // The number of the first free phase (step 5) not begun before us.
+    #[cfg_attr(loom, allow(unused_mut))]
     let mut first = None;
     // A second pass only after waiting for an earlier collection's frees:
     // the values they dropped may have released the last outside handle to
@@ -783,19 +784,31 @@ pub(crate) fn collect_explicit(kind: Kind, rounds: usize) {
                 break;
             }
         }
-        #[cfg(not(loom))]
-        if let Some(first) = first {
-            let mut waited = false;
-            while global.dying.lock().iter().any(|&batch| batch < first) {
-                waited = true;
-                super::prim::spin_wait();
-            }
-            if waited {
-                continue;
-            }
+        if !wait_for_earlier_frees(global, first) {
+            break;
         }
-        break;
     }
+}
+
+/// Waits for the free phases numbered below `first` (begun before an
+/// explicit collection's first round); returns whether any was running.
+#[cfg(not(loom))]
+fn wait_for_earlier_frees(global: &Global, first: Option<u64>) -> bool {
+    let Some(first) = first else {
+        return false;
+    };
+    let mut waited = false;
+    while global.dying.lock().iter().any(|&batch| batch < first) {
+        waited = true;
+        super::prim::spin_wait();
+    }
+    waited
+}
+
+/// Under loom there are no free-phase numbers: nothing to wait for.
+#[cfg(loom)]
+fn wait_for_earlier_frees(_: &Global, _: Option<u64>) -> bool {
+    false
 }
 
 /// The collector thread's collection: waits for a running one, then runs
@@ -866,7 +879,10 @@ fn run(global: &Global, lock: MutexGuard<'_, ()>, kind: Kind) -> (usize, usize) 
         }
     }
     COLLECTING.with(|c| c.set(true));
-    let mut collecting = Collecting { global, batch: None };
+    let mut collecting = Collecting {
+        global,
+        batch: None,
+    };
     let ((freed, traced, panic), dropped) =
         drops::batch(|| run_locked(global, lock, kind, &mut collecting.batch));
     drop(collecting);
