@@ -28,6 +28,14 @@
 //!    collectors stay consistent through all of that. (A `sync::Gc` cloned
 //!    or dropped while traced changes its header word, so the thread-safe
 //!    collector's validation fails on every attempt: that cycle leaks.)
+//!    It must not *wait* for a lock (`lock()`, not `try_lock()`) that a
+//!    collected value owns, its own or another's reached through an
+//!    upgraded `Weak`: the thread-safe collector keeps the cells it has
+//!    traced locked, on the thread that runs `trace`, until its pin window
+//!    closes, so that lock may be held by the very thread that waits for it
+//!    (a deadlock: `gc/tests/sync_trace_locks_a_pinned_cell.rs`). The same
+//!    holds for the `Drop` of a [`sync::TraceLock`](crate::sync::TraceLock)
+//!    guard, which the collector runs with other cells locked.
 //! 3. `MAY_CONTAIN_GC` is `false` only if no value of the type can own a
 //!    collected pointer, directly or through fields (generic ones included).
 //! 4. A `sync::Gc` inside a value changes only through `&mut` or inside a
@@ -240,7 +248,8 @@ impl<'a> Tracer<'a> {
 /// in short: (1) `trace` reports only collected pointers the value owns, each
 /// at most once per call; (2) while a collection runs it takes no collected
 /// pointer away from any value (cloning, dropping its own clones, allocating,
-/// `collect()` and panicking are fine); (3) `MAY_CONTAIN_GC` is `false` only
+/// `collect()` and panicking are fine) and waits for no lock a collected
+/// value owns; (3) `MAY_CONTAIN_GC` is `false` only
 /// for types that can never own a collected pointer; (4) `sync::Gc` handles
 /// change only through `&mut` or inside the locks this crate traces.
 /// Reporting *fewer* pointers than the value owns is safe (those cycles leak).

@@ -38,8 +38,12 @@ use crate::trace::{Trace, Tracer};
 ///    released.
 ///
 /// Moreover `try_lock_for_trace` must not block (the collector holds other
-/// cells' locks while it calls it: waiting could deadlock). Returning `None`
-/// is always safe.
+/// cells' locks while it calls it: waiting could deadlock), nor may the
+/// guard's `Drop` wait for a lock that a collected value owns (the collector
+/// drops guards with other cells still locked, on the same thread). It may
+/// upgrade a `Weak`: the collector drops a guard only while the objects it
+/// is validating are not claimed (`Weak::upgrade` would wait for them).
+/// Returning `None` is always safe.
 ///
 /// # Example
 ///
