@@ -63,13 +63,21 @@ impl Drop for Node {
                 STASH.lock().unwrap().extend(dead);
             }
             Act::Spawn => {
+                // A short-lived thread that registers, reads the statistics,
+                // buffers a root and exits; the handles come back and drop
+                // here. (Not `collect()` there, nor drops that could run a
+                // destructor calling it: a destructor must not join a thread
+                // that calls `collect()`, see its docs.)
                 let handles: Vec<_> = std::mem::take(&mut *self.next.lock().unwrap());
-                std::thread::spawn(move || {
+                let handles = std::thread::spawn(move || {
                     let _ = stats();
-                    drop(handles);
+                    let plain = node(Act::None);
+                    drop(plain.clone());
+                    handles
                 })
                 .join()
                 .unwrap();
+                drop(handles);
             }
             Act::Upgrade => assert!(self.me.upgrade().is_none()),
         }
@@ -120,7 +128,8 @@ fn worker(seed: u64, stop: &AtomicBool) {
                 .unwrap();
             }
             10 => {
-                STASH.lock().unwrap().clear();
+                let stash = std::mem::take(&mut *STASH.lock().unwrap());
+                drop(stash); // unlocked: destructors lock it
             }
             _ => {
                 let n = rng.gen_range(1..4);
@@ -171,7 +180,8 @@ fn the_runtime_survives_chaos() {
         std::thread::sleep(Duration::from_millis(10));
     }
     set_collector_mode(CollectorMode::Mutators);
-    STASH.lock().unwrap().clear();
+    let stash = std::mem::take(&mut *STASH.lock().unwrap());
+    drop(stash); // unlocked: destructors lock it
     collect();
     let (a, d) = (ALLOCATED.load(SeqCst), DROPPED.load(SeqCst));
     assert_eq!(a, d, "{} of {a} nodes survived collect()", a - d);
