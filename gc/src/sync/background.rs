@@ -169,7 +169,11 @@ pub(crate) fn request() -> bool {
         return true;
     }
     let mut state = STATE.lock();
-    if state.stop || state.exit {
+    // The mode again, under the lock: a buffering that saw `Thread` before a
+    // switch to `Mutators` must not start a thread after that switch's stop
+    // returned (it ran for good, against the mode; the switch stores the
+    // mode before its stop takes this lock).
+    if state.stop || state.exit || !enabled() {
         return false;
     }
     state.pending = true;
