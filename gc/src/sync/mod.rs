@@ -363,7 +363,15 @@
 //!
 //! By default ([`CollectorMode::Mutators`]) a collection that the Adaptive
 //! trigger asks for runs on the thread whose buffering made it due, and the
-//! destructors of the cycles it frees run there. A minor one starts from
+//! destructors of the cycles it frees run there. So dropping any handle (or
+//! a buffering `Nim16` trigger) may run destructors of *unrelated* garbage on
+//! the dropping thread: a thread must not drop a `sync::Gc` while it holds a
+//! lock that a destructor of collected garbage may take (a registry the
+//! objects deregister from, say), or it waits for itself
+//! (`gc/tests/sync_unrelated_destructor_lock.rs`). With
+//! [`CollectorMode::Thread`] those destructors run on the collector thread,
+//! which waits for the lock instead; with [`Policy::Manual`](crate::Policy)
+//! they run only in [`collect`]. A minor one starts from
 //! that thread's own roots (and those of exited threads), not every
 //! thread's: each thread traces and frees the garbage it dropped, whose
 //! objects its own core touched last, into its own allocator cache, instead
