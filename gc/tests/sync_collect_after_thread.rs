@@ -61,6 +61,7 @@ fn cycle(role: Role, other: Option<Gc<Node>>) -> Gc<Node> {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "a liveness check that takes a minute under Miri")]
 fn collect_after_join_frees_what_the_collector_threads_frees_release() {
     set_policy(Policy::Manual);
     set_collector_mode(CollectorMode::Thread);

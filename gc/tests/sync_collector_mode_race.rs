@@ -34,6 +34,10 @@ fn collector_threads() -> usize {
 }
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "reads /proc (isolation) and toggles thousands of times"
+)]
 fn no_collector_thread_runs_after_the_switch_to_mutators() {
     let switches: usize = std::env::var("SWITCHES")
         .ok()

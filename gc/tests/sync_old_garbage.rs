@@ -173,6 +173,10 @@ fn worker(seed: u64, to: mpsc::Sender<Vec<Gc<Node>>>, from: mpsc::Receiver<Vec<G
 static SERIAL: Mutex<()> = Mutex::new(());
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "thousands of objects on four threads: too slow for Miri"
+)]
 fn every_old_garbage_cycle_is_freed_by_collect_after_join() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     run(CollectorMode::Mutators);
@@ -181,6 +185,10 @@ fn every_old_garbage_cycle_is_freed_by_collect_after_join() {
 /// The same with the collector thread, which may still be freeing when
 /// `collect()` starts (`sync_collect_after_thread.rs`).
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "thousands of objects on four threads: too slow for Miri"
+)]
 fn every_old_garbage_cycle_is_freed_by_collect_after_join_with_the_collector_thread() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     run(CollectorMode::Thread);

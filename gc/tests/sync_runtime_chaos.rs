@@ -154,6 +154,7 @@ fn worker(seed: u64, stop: &AtomicBool) {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "runs for seconds of wall time: too slow for Miri")]
 fn the_runtime_survives_chaos() {
     let secs: u64 = std::env::var("CHAOS_SECS")
         .ok()
