@@ -1555,11 +1555,14 @@ fn validate(w: &mut Work, a: usize, b: usize, id: u32, since: Stamp) -> bool {
         return false;
     }
     doom_all(w, a, b);
-    // The re-trace's guards go only now: a user lock's guard may run code
-    // in its `Drop` (upgrade a `Weak` to a member, say), which must find
-    // the members doomed, not claimed (an upgrade waits while `CLAIMED` is
-    // set, and only this thread could clear it: a deadlock,
-    // `gc/tests/sync_guard_drop_upgrade.rs`).
+    // Only now are the cells unlocked: dropping a guard runs the lock's own
+    // code (a `TraceLock` is user code), which may clone a handle out of its
+    // cell or upgrade a `Weak` to a member. Before the doom, a clone's count
+    // was erased by `doom`'s plain store (a use after free once the
+    // component was freed), and an upgrade waited for ever on a claim only
+    // this thread could take back; after it, a clone is a dead handle that
+    // counts (as one a destructor keeps) and an upgrade fails. Tests
+    // `gc/tests/sync_guard_drop_during_claim.rs`, `sync_guard_drop_upgrade.rs`.
     w.guards.clear();
     true
 }
@@ -1569,7 +1572,9 @@ fn validate(w: &mut Work, a: usize, b: usize, id: u32, since: Stamp) -> bool {
 /// member's in-degree from the members; then, with every cell still locked,
 /// each member is claimed (its `TOUCHED` cleared in the same CAS), and its
 /// count at its claim must be that in-degree plus our hold; then every
-/// member's word must still be the one its claim wrote. Claims all, or none.
+/// member's word must still be the one its claim wrote. Claims all, or none;
+/// on success the cells are still locked (`w.guards`), for the caller to
+/// unlock once it has doomed the members.
 ///
 /// Once a member is claimed, `Weak::upgrade` waits, and every clone of one
 /// of its handles changes its word and marks it `TOUCHED` (in a `fetch_or`
@@ -1631,6 +1636,8 @@ fn sigma_claim(w: &mut Work, a: usize, b: usize, id: u32) -> bool {
             closed = false;
         }
     }
+    // On success the cells stay locked until the caller has doomed the
+    // members (see `validate`): no user code between the check and the doom.
     if !closed {
         w.guards.clear();
     }
