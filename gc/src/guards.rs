@@ -100,6 +100,21 @@ impl GuardSink {
     pub(crate) fn clear(&mut self) {
         self.held.clear();
     }
+
+    /// As [`GuardSink::clear`], each guard under `catch_unwind` (a guard is
+    /// user code, `sync::TraceLock`): the first panic goes to `panic`, the
+    /// others are dropped. For the collector's unlocks that must not unwind
+    /// (a validated component's, after its doom: unwinding there would leak
+    /// it).
+    pub(crate) fn clear_catching(&mut self, panic: &mut Option<crate::payload::Payload>) {
+        while let Some(held) = self.held.pop() {
+            if let Err(payload) =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || drop(held)))
+            {
+                crate::payload::keep_first(panic, payload);
+            }
+        }
+    }
 }
 
 #[cfg(test)]

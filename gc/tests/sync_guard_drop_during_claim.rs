@@ -5,13 +5,19 @@
 //! cell then made a handle that the doom's plain store erased from the count
 //! (a use after free once the component was freed), and one that upgrades a
 //! `Weak` to a member waited for the claim to end: for ever, on the thread
-//! that holds the claim (and the collector lock).
+//! that holds the claim (and the collector lock). A guard's `Drop` that
+//! panicked there unwound out of the collection with the members claimed:
+//! every later upgrade of one waited for ever (and, unwinding after the
+//! doom, it would leave them undropped: a leak).
 //!
 //! The traces sleep 25 ms, so the collection's snapshots are older than the
 //! Δ-test trusts (20 ms) and validation takes the snapshot-free path.
 
 use core::cell::UnsafeCell;
-use core::sync::atomic::{AtomicBool, Ordering::{Acquire, Release}};
+use core::sync::atomic::{
+    AtomicBool,
+    Ordering::{Acquire, Release},
+};
 use std::cell::{Cell, RefCell};
 use std::sync::mpsc;
 use std::time::Duration;
@@ -29,6 +35,8 @@ enum OnUnlock {
     CloneOnce(usize),
     /// Upgrades the `Weak` in `OBSERVED`.
     Upgrade,
+    /// Panics on the `n`-th unlock.
+    PanicOnce(usize),
 }
 
 thread_local! {
@@ -57,7 +65,10 @@ impl Cellar {
         }
     }
     fn try_lock(&self) -> Option<Guard<'_>> {
-        let won = self.locked.compare_exchange(false, true, Acquire, Acquire).is_ok();
+        let won = self
+            .locked
+            .compare_exchange(false, true, Acquire, Acquire)
+            .is_ok();
         won.then(|| Guard(self))
     }
     fn lock(&self) -> Guard<'_> {
@@ -95,6 +106,12 @@ impl Drop for Guard<'_> {
                     if let Some(gc) = &**self {
                         STASH.with(|s| s.borrow_mut().push(gc.clone()));
                     }
+                }
+            }
+            OnUnlock::PanicOnce(k) => {
+                if n == k {
+                    self.0.locked.store(false, Release);
+                    panic!("unlock");
                 }
             }
             OnUnlock::Upgrade => OBSERVED.with(|o| {
@@ -141,8 +158,12 @@ unsafe impl Trace for Node {
 }
 
 fn cycle() -> (Gc<Node>, Gc<Node>) {
-    let a = Gc::new(Node { next: Cellar::new(None) });
-    let b = Gc::new(Node { next: Cellar::new(Some(a.clone())) });
+    let a = Gc::new(Node {
+        next: Cellar::new(None),
+    });
+    let b = Gc::new(Node {
+        next: Cellar::new(Some(a.clone())),
+    });
     *a.next.lock() = Some(b.clone());
     (a, b)
 }
@@ -179,8 +200,13 @@ fn a_handle_cloned_by_a_guard_drop_during_validation_stays_counted() {
         let stash = STASH.with(|s| s.borrow_mut().pop())?;
         // The kept handle counts: the object's memory is still there (its
         // value dropped: a dead handle), and no new object gets it.
-        let fresh: Vec<Gc<Node>> =
-            (0..64).map(|_| Gc::new(Node { next: Cellar::new(None) })).collect();
+        let fresh: Vec<Gc<Node>> = (0..64)
+            .map(|_| {
+                Gc::new(Node {
+                    next: Cellar::new(None),
+                })
+            })
+            .collect();
         let aliased = fresh.iter().any(|f| Gc::ptr_eq(f, &stash));
         let count = Gc::strong_count(&stash);
         let dead = Gc::try_deref(&stash).is_none();
@@ -191,9 +217,19 @@ fn a_handle_cloned_by_a_guard_drop_during_validation_stays_counted() {
     });
     let outcome = outcome.expect("collection hung");
     let (freed, aliased, count, dead) = outcome.expect("the guard's drop made no clone");
-    assert!(!aliased, "a kept handle aliases a new object: its object was freed");
-    assert!(count >= 1, "a kept handle's object has strong count {count}");
-    assert_eq!((freed, dead), (2, true), "the cycle was collected, the kept handle is dead");
+    assert!(
+        !aliased,
+        "a kept handle aliases a new object: its object was freed"
+    );
+    assert!(
+        count >= 1,
+        "a kept handle's object has strong count {count}"
+    );
+    assert_eq!(
+        (freed, dead),
+        (2, true),
+        "the cycle was collected, the kept handle is dead"
+    );
 }
 
 #[test]
@@ -214,4 +250,31 @@ fn a_guard_drop_may_upgrade_a_weak_to_a_member_during_validation() {
     });
     let freed = freed.expect("the collector hangs: a guard's drop upgraded a claimed member");
     assert!(freed, "the cycle was not collected");
+}
+
+#[test]
+fn a_guard_drop_that_panics_during_validation_loses_no_member() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let outcome = with_timeout(60, || {
+        let (a, b) = cycle();
+        let weak = Gc::downgrade(&a);
+        drop((a, b));
+        // The first unlock of the snapshot-free validation, after the
+        // claims (see above).
+        ON_UNLOCK.with(|o| o.set(OnUnlock::PanicOnce(2)));
+        UNLOCKS.with(|u| u.set(0));
+        let dropped = DROPPED.load(std::sync::atomic::Ordering::Relaxed);
+        let unwound = std::panic::catch_unwind(collect).is_err();
+        ON_UNLOCK.with(|o| o.set(OnUnlock::Nothing));
+        // Before the fix: the members stayed claimed, and this waited for
+        // ever.
+        let upgraded = weak.upgrade().is_some();
+        collect();
+        let freed = DROPPED.load(std::sync::atomic::Ordering::Relaxed) - dropped;
+        (unwound, upgraded, freed, weak.upgrade().is_none())
+    });
+    let (unwound, upgraded, freed, gone) = outcome.expect("an upgrade or a collection hung");
+    assert!(unwound, "the guard's panic is re-raised by `collect`");
+    assert!(!upgraded && gone);
+    assert_eq!(freed, 2, "the collected members are dropped");
 }

@@ -1561,9 +1561,11 @@ fn validate(w: &mut Work, a: usize, b: usize, id: u32, since: Stamp) -> bool {
     // was erased by `doom`'s plain store (a use after free once the
     // component was freed), and an upgrade waited for ever on a claim only
     // this thread could take back; after it, a clone is a dead handle that
-    // counts (as one a destructor keeps) and an upgrade fails. Tests
+    // counts (as one a destructor keeps) and an upgrade fails. A panic of a
+    // guard's drop is kept and re-raised when the collection ends: unwinding
+    // from here would leave the doomed members undropped for ever. Tests
     // `gc/tests/sync_guard_drop_during_claim.rs`, `sync_guard_drop_upgrade.rs`.
-    w.guards.clear();
+    w.guards.clear_catching(&mut w.panic);
     true
 }
 
