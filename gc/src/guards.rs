@@ -41,7 +41,7 @@ const fn fits<G>() -> bool {
     size_of::<G>() <= size_of::<Slot>() && align_of::<G>() <= align_of::<Slot>()
 }
 
-/// The guards kept by one trace or validation; dropping them (or `clear`)
+/// The guards kept by one trace or validation; dropping them (or `clear_catching`)
 /// unlocks the cells.
 #[derive(Default)]
 pub(crate) struct GuardSink {
@@ -96,22 +96,22 @@ impl GuardSink {
         self.held.len()
     }
 
-    /// Drops every kept guard, unlocking the cells (keeps the capacity).
-    pub(crate) fn clear(&mut self) {
-        self.held.clear();
-    }
-
-    /// As [`GuardSink::clear`], each guard under `catch_unwind` (a guard is
-    /// user code, `sync::TraceLock`): the first panic goes to `panic`, the
-    /// others are dropped. For the collector's unlocks that must not unwind
-    /// (a validated component's, after its doom: unwinding there would leak
-    /// it).
+    /// Drops every kept guard, newest first, unlocking the cells (keeps the
+    /// capacity). A guard is user code (`sync::TraceLock`) whose drop may
+    /// panic, and a second panicking drop while the first unwound would
+    /// abort the process: the run is under one `catch_unwind`, resumed at
+    /// the next guard after a panic (as the drop queue's drain); the first
+    /// panic goes to `panic`, the others are dropped.
     pub(crate) fn clear_catching(&mut self, panic: &mut Option<crate::payload::Payload>) {
-        while let Some(held) = self.held.pop() {
-            if let Err(payload) =
-                std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || drop(held)))
-            {
-                crate::payload::keep_first(panic, payload);
+        loop {
+            let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                while let Some(held) = self.held.pop() {
+                    drop(held);
+                }
+            }));
+            match run {
+                Ok(()) => return,
+                Err(payload) => crate::payload::keep_first(panic, payload),
             }
         }
     }
@@ -142,7 +142,9 @@ mod tests {
         }
         assert!(small.try_lock().is_err());
         assert!(other.try_lock().is_err());
-        sink.clear();
+        let mut panic = None;
+        sink.clear_catching(&mut panic);
+        assert!(panic.is_none());
         assert!(small.try_lock().is_ok());
         assert!(other.try_lock().is_ok());
     }

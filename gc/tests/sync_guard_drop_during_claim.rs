@@ -8,7 +8,11 @@
 //! that holds the claim (and the collector lock). A guard's `Drop` that
 //! panicked there unwound out of the collection with the members claimed:
 //! every later upgrade of one waited for ever (and, unwinding after the
-//! doom, it would leave them undropped: a leak).
+//! doom, it would leave them undropped: a leak); and two guards whose drops
+//! panicked in one unlock (a pin window's close) aborted the process (the
+//! second panicked while the first unwound). The collector now unlocks
+//! under `catch_unwind` (`Work::unlock`) and re-raises the first panic when
+//! the collection ends.
 //!
 //! The traces sleep 25 ms, so the collection's snapshots are older than the
 //! Δ-test trusts (20 ms) and validation takes the snapshot-free path.
@@ -37,6 +41,8 @@ enum OnUnlock {
     Upgrade,
     /// Panics on the `n`-th unlock.
     PanicOnce(usize),
+    /// Panics on every unlock.
+    PanicAlways,
 }
 
 thread_local! {
@@ -113,6 +119,10 @@ impl Drop for Guard<'_> {
                     self.0.locked.store(false, Release);
                     panic!("unlock");
                 }
+            }
+            OnUnlock::PanicAlways => {
+                self.0.locked.store(false, Release);
+                panic!("unlock");
             }
             OnUnlock::Upgrade => OBSERVED.with(|o| {
                 if let Some(weak) = o.borrow().as_ref() {
@@ -277,4 +287,27 @@ fn a_guard_drop_that_panics_during_validation_loses_no_member() {
     assert!(unwound, "the guard's panic is re-raised by `collect`");
     assert!(!upgraded && gone);
     assert_eq!(freed, 2, "the collected members are dropped");
+}
+
+#[test]
+fn guard_drops_that_all_panic_do_not_abort() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let outcome = with_timeout(60, || {
+        let (a, b) = cycle();
+        let weak = Gc::downgrade(&a);
+        drop((a, b));
+        // Both cells unlocked at once (one pin window), both unlocks panic:
+        // unwinding from the first, the collector dropped the second (a
+        // panic in a destructor during cleanup: an abort).
+        ON_UNLOCK.with(|o| o.set(OnUnlock::PanicAlways));
+        let dropped = DROPPED.load(std::sync::atomic::Ordering::Relaxed);
+        let unwound = std::panic::catch_unwind(collect).is_err();
+        ON_UNLOCK.with(|o| o.set(OnUnlock::Nothing));
+        collect();
+        let freed = DROPPED.load(std::sync::atomic::Ordering::Relaxed) - dropped;
+        (unwound, freed, weak.upgrade().is_none())
+    });
+    let (unwound, freed, gone) = outcome.expect("an upgrade or a collection hung");
+    assert!(unwound, "a guard's panic is re-raised by `collect`");
+    assert_eq!((freed, gone), (2, true), "the cycle is collected");
 }

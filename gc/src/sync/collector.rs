@@ -477,7 +477,7 @@ struct Work {
     old_roots: Vec<Entry>,
     /// The first panic of a `Trace` impl in this collection (caught: the
     /// object is kept, as if a cell could not be locked; re-raised at the
-    /// end).
+    /// end), or of a cell guard's drop ([`Work::unlock`]).
     panic: Panic,
 }
 
@@ -601,9 +601,21 @@ impl Work {
         }
     }
 
+    /// Unlocks every cell whose guard is kept. A guard's drop is user code
+    /// (`sync::TraceLock`): each is caught, and the first panic kept in
+    /// `panic`, re-raised when the collection ends. Unwinding from here
+    /// aborted the process when a second guard's drop panicked during the
+    /// unwind (two panicking unlocks of one pin window), and left the
+    /// members of a component being validated claimed (every later upgrade
+    /// of one waited for ever) or doomed and never dropped. Test
+    /// `gc/tests/sync_guard_drop_during_claim.rs`.
+    fn unlock(&mut self) {
+        self.guards.clear_catching(&mut self.panic);
+    }
+
     /// Empties what one group of a collection used (`judge_group`).
     fn reset_group(&mut self) {
-        self.guards.clear();
+        self.unlock();
         // Step 6 of the group released every hold.
         debug_assert!(self.nodes.iter().all(|node| node.released));
         self.nodes.clear();
@@ -643,7 +655,11 @@ impl Drop for Work {
         if !self.old_roots.is_empty() {
             flush_old_roots(global(), &mut self.old_roots);
         }
-        self.guards.clear();
+        // Guards are left only when a collection unwinds: a guard's panic
+        // is then dropped, not kept.
+        let mut panic = None;
+        self.guards.clear_catching(&mut panic);
+        crate::payload::discard(panic);
         for root in &self.roots {
             if root.word != TAKEN {
                 drop_root(root.header);
@@ -1130,13 +1146,13 @@ fn judge_group(
             next += 1;
             if w.guards.len() > PIN_BUDGET {
                 // t* of this window: its nodes' cells are all locked now.
-                w.guards.clear();
+                w.unlock();
                 w.windows.push(next as u32);
             }
         }
         if w.guards.len() > PIN_BUDGET / 2 {
             // t* of this window.
-            w.guards.clear();
+            w.unlock();
             w.windows.push(next as u32);
         }
     }
@@ -1144,7 +1160,7 @@ fn judge_group(
     // node is traced.
     debug_assert_eq!(next, w.nodes.len());
     // t* of the last window.
-    w.guards.clear();
+    w.unlock();
     let traced = w.nodes.len();
     let n = traced;
 
@@ -1213,7 +1229,7 @@ fn judge_group(
     // 6. Everything else: after the fast path, exactly the live nodes (every
     //    other node was doomed and released in step 5); after the slow path,
     //    also the members of the components that failed validation.
-    w.guards.clear();
+    w.unlock();
     if pinned {
         for k in 0..w.live.len() {
             w.release(w.live[k] as usize);
@@ -1565,7 +1581,7 @@ fn validate(w: &mut Work, a: usize, b: usize, id: u32, since: Stamp) -> bool {
     // guard's drop is kept and re-raised when the collection ends: unwinding
     // from here would leave the doomed members undropped for ever. Tests
     // `gc/tests/sync_guard_drop_during_claim.rs`, `sync_guard_drop_upgrade.rs`.
-    w.guards.clear_catching(&mut w.panic);
+    w.unlock();
     true
 }
 
@@ -1605,7 +1621,7 @@ fn sigma_claim(w: &mut Work, a: usize, b: usize, id: u32) -> bool {
         w.nodes[m].trial = 0;
     }
     if !retrace(w, a, b, id) {
-        w.guards.clear();
+        w.unlock();
         return false;
     }
     let mut closed = true;
@@ -1641,7 +1657,7 @@ fn sigma_claim(w: &mut Work, a: usize, b: usize, id: u32) -> bool {
     // On success the cells stay locked until the caller has doomed the
     // members (see `validate`): no user code between the check and the doom.
     if !closed {
-        w.guards.clear();
+        w.unlock();
     }
     closed
 }
@@ -1660,7 +1676,7 @@ fn sigma_test(w: &mut Work, a: usize, b: usize, id: u32) -> bool {
             .iter()
             .all(|&m| w.nodes[m as usize].trial == 0);
     // t*: every cell of the component is locked right now.
-    w.guards.clear();
+    w.unlock();
     closed
 }
 
