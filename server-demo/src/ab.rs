@@ -13,6 +13,16 @@
 //! system, the whole process) and the requests it answered, so a slice's
 //! CPU per request is the server's, not the load generator's.
 //!
+//! A server process has a cost of its own for its whole life (where its
+//! heap and stacks landed, say): two builds differing only in cold paths
+//! read B/A 1.022× (interval 1.014–1.030) and, swapped, 1.022× again
+//! (0.992–1.031), each side the dearer in turn, so the interval of one run
+//! does not cover the processes. So
+//! `--restarts N` splits the pairs into N rounds, each with fresh servers
+//! (started A first in even rounds, B first in odd ones) and its own warm-up:
+//! the median and its interval then span N processes a side, and the
+//! rounds' own medians show how far processes differ.
+//!
 //! The result is the median over pairs of B's CPU per request over A's,
 //! with a distribution-free 95 % confidence interval (order statistics of
 //! the pairs' ratios: the median's interval needs no assumption about the
@@ -76,6 +86,11 @@ pub struct AbArgs {
     /// Pairs of slices (each loads A once and B once).
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub pairs: u32,
+    /// Rounds, each with freshly started servers (A first in even rounds, B
+    /// first in odd ones) and its own warm-up; the pairs are split evenly
+    /// between them.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub restarts: u32,
     /// Load on each server before the first pair (heap and hubs settle).
     #[arg(long, default_value = "3s", value_parser = crate::parse_duration)]
     pub warmup: Duration,
@@ -143,6 +158,9 @@ impl Slice {
 /// One pair: A's slice and B's, adjacent in time.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Pair {
+    /// The round (`--restarts`) whose servers ran it.
+    #[serde(default)]
+    pub round: u32,
     /// Whether B ran first (odd pairs).
     pub b_first: bool,
     /// A's slice.
@@ -171,6 +189,9 @@ pub struct Verdict {
     pub rps_ratio: f64,
     /// Median over pairs of B's p99 / A's.
     pub p99_ratio: f64,
+    /// Each round's median CPU ratio, in order (`--restarts`).
+    #[serde(default)]
+    pub round_cpu_ratios: Vec<f64>,
 }
 
 /// Everything `ab.json` holds.
@@ -251,6 +272,13 @@ pub fn run(args: &AbArgs) -> anyhow::Result<()> {
     if args.a == args.b && args.a_exe == args.b_exe {
         bail!("A and B are the same server: give two modes (--a, --b) or two builds (--a-exe, --b-exe)");
     }
+    if args.restarts > args.pairs {
+        bail!(
+            "--restarts {} leaves rounds without pairs (--pairs {})",
+            args.restarts,
+            args.pairs
+        );
+    }
     for exe in [&args.a_exe, &args.b_exe].into_iter().flatten() {
         if !exe.is_file() {
             bail!("{} is not a file", exe.display());
@@ -278,14 +306,64 @@ pub fn run(args: &AbArgs) -> anyhow::Result<()> {
         args.warmup,
         nofile.0,
     );
-    let a = Server::start(va, args.a_exe.as_deref(), args)?;
-    let b = Server::start(vb, args.b_exe.as_deref(), args)?;
-    if !args.warmup.is_zero() {
-        a.slice(args, args.warmup)?;
-        b.slice(args, args.warmup)?;
-    }
     let mut pairs = Vec::new();
-    for i in 0..args.pairs {
+    let (mut a_rss, mut b_rss) = ((0, 0), (0, 0));
+    for round in 0..args.restarts {
+        // Pairs `first..last` of `args.pairs`, split as evenly as possible.
+        let share =
+            |r: u32| (u64::from(args.pairs) * u64::from(r) / u64::from(args.restarts)) as u32;
+        let (first, last) = (share(round), share(round + 1));
+        let start = |v, exe: &Option<PathBuf>| Server::start(v, exe.as_deref(), args);
+        let (a, b) = if round % 2 == 0 {
+            let a = start(va, &args.a_exe)?;
+            (a, start(vb, &args.b_exe)?)
+        } else {
+            let b = start(vb, &args.b_exe)?;
+            (start(va, &args.a_exe)?, b)
+        };
+        if !args.warmup.is_zero() {
+            if round % 2 == 0 {
+                a.slice(args, args.warmup)?;
+                b.slice(args, args.warmup)?;
+            } else {
+                b.slice(args, args.warmup)?;
+                a.slice(args, args.warmup)?;
+            }
+        }
+        run_round(args, round, first..last, &a, &b, &mut pairs)?;
+        let (ra, rb) = (a.finish(), b.finish());
+        a_rss = (a_rss.0.max(ra.0), ra.1);
+        b_rss = (b_rss.0.max(rb.0), rb.1);
+    }
+    let results = AbResults {
+        machine,
+        runtime: args.runtime,
+        connections: args.connections,
+        slice_s: args.slice.as_secs_f64(),
+        a: side("A", va, &args.a_exe, pairs.iter().map(|p| p.a), a_rss),
+        b: side("B", vb, &args.b_exe, pairs.iter().map(|p| p.b), b_rss),
+        verdict: verdict(&pairs),
+        pair_slices: pairs,
+    };
+    println!("{}", render(&results));
+    let path = args.out.join("ab.json");
+    std::fs::write(&path, serde_json::to_string_pretty(&results)?)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    eprintln!("wrote {}", path.display());
+    Ok(())
+}
+
+/// Pairs `numbers` (of `args.pairs`) on one round's servers, appended to
+/// `pairs`.
+fn run_round(
+    args: &AbArgs,
+    round: u32,
+    numbers: core::ops::Range<u32>,
+    a: &Server,
+    b: &Server,
+    pairs: &mut Vec<Pair>,
+) -> anyhow::Result<()> {
+    for i in numbers {
         let b_first = i % 2 == 1;
         let (sa, sb) = if b_first {
             let sb = b.slice(args, args.slice)?;
@@ -295,6 +373,7 @@ pub fn run(args: &AbArgs) -> anyhow::Result<()> {
             (sa, b.slice(args, args.slice)?)
         };
         let pair = Pair {
+            round,
             b_first,
             a: sa,
             b: sb,
@@ -312,22 +391,6 @@ pub fn run(args: &AbArgs) -> anyhow::Result<()> {
         );
         pairs.push(pair);
     }
-    let (a_rss, b_rss) = (a.finish(), b.finish());
-    let results = AbResults {
-        machine,
-        runtime: args.runtime,
-        connections: args.connections,
-        slice_s: args.slice.as_secs_f64(),
-        a: side("A", va, &args.a_exe, pairs.iter().map(|p| p.a), a_rss),
-        b: side("B", vb, &args.b_exe, pairs.iter().map(|p| p.b), b_rss),
-        verdict: verdict(&pairs),
-        pair_slices: pairs,
-    };
-    println!("{}", render(&results));
-    let path = args.out.join("ab.json");
-    std::fs::write(&path, serde_json::to_string_pretty(&results)?)
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    eprintln!("wrote {}", path.display());
     Ok(())
 }
 
@@ -391,6 +454,19 @@ pub fn verdict(pairs: &[Pair]) -> Verdict {
                 .collect(),
         )
     };
+    let rounds = measured.iter().map(|p| p.round).max().map_or(0, |r| r + 1);
+    let round_cpu_ratios = (0..rounds)
+        .map(|r| {
+            median(
+                measured
+                    .iter()
+                    .filter(|p| p.round == r)
+                    .filter(|p| p.a.cpu_us_per_request() > 0.0)
+                    .map(|p| p.b.cpu_us_per_request() / p.a.cpu_us_per_request())
+                    .collect(),
+            )
+        })
+        .collect();
     Verdict {
         pairs: v.pairs,
         cpu_ratio: v.ratio,
@@ -400,6 +476,7 @@ pub fn verdict(pairs: &[Pair]) -> Verdict {
         sign_test_p: v.sign_test_p,
         rps_ratio: ratio(|p| (p.b.rps, p.a.rps)),
         p99_ratio: ratio(|p| (p.b.p99_ms, p.a.p99_ms)),
+        round_cpu_ratios,
     }
 }
 
@@ -435,6 +512,17 @@ pub fn render(r: &AbResults) -> String {
         "\nB/A, medians over pairs: CPU per request {:.3}× ({ci}); B cheaper in {} of {} pairs (sign test p = {:.3}); req/s {:.3}×; p99 {:.3}×",
         v.cpu_ratio, v.b_cheaper, v.pairs, v.sign_test_p, v.rps_ratio, v.p99_ratio
     ));
+    if v.round_cpu_ratios.len() > 1 {
+        let rounds: Vec<String> = v
+            .round_cpu_ratios
+            .iter()
+            .map(|r| format!("{r:.3}×"))
+            .collect();
+        out.push_str(&format!(
+            "\nCPU per request, each round's median (fresh servers): {}",
+            rounds.join(", ")
+        ));
+    }
     out
 }
 
@@ -461,6 +549,7 @@ mod tests {
             .map(|i| {
                 let speed = if i < 4 { 1.0 } else { 2.0 };
                 Pair {
+                    round: u32::from(i >= 4),
                     b_first: i % 2 == 1,
                     a: slice(speed, 1_000_000, 100.0),
                     b: slice(1.1 * speed, 1_000_000, 90.0),
@@ -468,6 +557,7 @@ mod tests {
             })
             .collect();
         pairs.push(Pair {
+            round: 1,
             b_first: false,
             a: slice(1.0, 0, 0.0),
             b: slice(1.0, 1000, 1.0),
@@ -480,5 +570,7 @@ mod tests {
         let (lo, hi) = v.cpu_ratio_ci.expect("8 pairs give an interval");
         assert!((lo - 1.1).abs() < 1e-9 && (hi - 1.1).abs() < 1e-9);
         assert!((v.rps_ratio - 0.9).abs() < 1e-9);
+        assert_eq!(v.round_cpu_ratios.len(), 2);
+        assert!(v.round_cpu_ratios.iter().all(|r| (r - 1.1).abs() < 1e-9));
     }
 }

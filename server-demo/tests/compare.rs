@@ -88,6 +88,8 @@ fn ab_alternates_slices_between_two_servers() {
             "work-stealing",
             "--pairs",
             "3",
+            "--restarts",
+            "2",
             "--slice",
             "300ms",
             "--warmup",
@@ -115,6 +117,17 @@ fn ab_alternates_slices_between_two_servers() {
     // ABBA: the second pair ran B first.
     let b_first: Vec<bool> = pairs.iter().map(|p| p["b_first"] == true).collect();
     assert_eq!(b_first, [false, true, false]);
+    // Two rounds of fresh servers: one pair, then two.
+    let rounds: Vec<u64> = pairs.iter().map(|p| p["round"].as_u64().unwrap()).collect();
+    assert_eq!(rounds, [0, 1, 1]);
+    assert_eq!(
+        results["verdict"]["round_cpu_ratios"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+    assert!(stdout.contains("each round's median"), "{stdout}");
     for p in pairs {
         for side in ["a", "b"] {
             assert!(p[side]["requests"].as_u64().unwrap() > 0, "{p}");
@@ -130,7 +143,8 @@ fn ab_alternates_slices_between_two_servers() {
     }
 }
 
-/// `ab` refuses to compare a server with itself, and a missing executable.
+/// `ab` refuses to compare a server with itself, a missing executable, and
+/// more rounds than pairs.
 #[test]
 fn ab_needs_two_different_servers() {
     for (args, message) in [
@@ -138,6 +152,10 @@ fn ab_needs_two_different_servers() {
         (
             &["ab", "--b-exe", "/nonexistent/server-demo"],
             "is not a file",
+        ),
+        (
+            &["ab", "--pairs", "2", "--restarts", "3"],
+            "leaves rounds without pairs",
         ),
     ] {
         let out = Command::new(common::EXE).args(args).output().unwrap();
