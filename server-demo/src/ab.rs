@@ -20,8 +20,10 @@
 //! does not cover the processes. So
 //! `--restarts N` splits the pairs into N rounds, each with fresh servers
 //! (started A first in even rounds, B first in odd ones) and its own warm-up:
-//! the median and its interval then span N processes a side, and the
-//! rounds' own medians show how far processes differ.
+//! the median and its interval then span N processes a side, the rounds'
+//! own medians show how far processes differ, and from 6 rounds on their
+//! median gets a distribution-free interval with the rounds as the samples
+//! (the one that covers the processes' own costs).
 //!
 //! The result is the median over pairs of B's CPU per request over A's,
 //! with a distribution-free 95 % confidence interval (order statistics of
@@ -37,7 +39,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context as _};
 use clap::Args;
-use paired::{machine, median, Machine};
+use paired::{machine, median, median_interval, Machine};
 use serde::{Deserialize, Serialize};
 
 use crate::child::ServerChild;
@@ -192,6 +194,11 @@ pub struct Verdict {
     /// Each round's median CPU ratio, in order (`--restarts`).
     #[serde(default)]
     pub round_cpu_ratios: Vec<f64>,
+    /// The distribution-free interval of the rounds' median, with the
+    /// rounds as the samples: it covers the processes' own costs (none
+    /// below 6 rounds).
+    #[serde(default)]
+    pub round_cpu_ratio_ci: Option<(f64, f64)>,
 }
 
 /// Everything `ab.json` holds.
@@ -466,7 +473,10 @@ pub fn verdict(pairs: &[Pair]) -> Verdict {
                     .collect(),
             )
         })
-        .collect();
+        .collect::<Vec<f64>>();
+    let mut sorted = round_cpu_ratios.clone();
+    sorted.sort_by(f64::total_cmp);
+    let round_cpu_ratio_ci = median_interval(&sorted, CONFIDENCE);
     Verdict {
         pairs: v.pairs,
         cpu_ratio: v.ratio,
@@ -477,6 +487,7 @@ pub fn verdict(pairs: &[Pair]) -> Verdict {
         rps_ratio: ratio(|p| (p.b.rps, p.a.rps)),
         p99_ratio: ratio(|p| (p.b.p99_ms, p.a.p99_ms)),
         round_cpu_ratios,
+        round_cpu_ratio_ci,
     }
 }
 
@@ -518,8 +529,16 @@ pub fn render(r: &AbResults) -> String {
             .iter()
             .map(|r| format!("{r:.3}×"))
             .collect();
+        let ci = match v.round_cpu_ratio_ci {
+            Some((lo, hi)) => format!(
+                "; across rounds {:.3}× ({:.0} % interval {lo:.3}–{hi:.3})",
+                median(v.round_cpu_ratios.clone()),
+                v.confidence * 100.0
+            ),
+            None => String::new(),
+        };
         out.push_str(&format!(
-            "\nCPU per request, each round's median (fresh servers): {}",
+            "\nCPU per request, each round's median (fresh servers): {}{ci}",
             rounds.join(", ")
         ));
     }
@@ -572,5 +591,7 @@ mod tests {
         assert!((v.rps_ratio - 0.9).abs() < 1e-9);
         assert_eq!(v.round_cpu_ratios.len(), 2);
         assert!(v.round_cpu_ratios.iter().all(|r| (r - 1.1).abs() < 1e-9));
+        // Two rounds are too few for an interval across rounds.
+        assert_eq!(v.round_cpu_ratio_ci, None);
     }
 }
