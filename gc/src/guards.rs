@@ -41,8 +41,8 @@ const fn fits<G>() -> bool {
     size_of::<G>() <= size_of::<Slot>() && align_of::<G>() <= align_of::<Slot>()
 }
 
-/// The guards kept by one trace or validation; dropping them (or `clear_catching`)
-/// unlocks the cells.
+/// The guards kept by one trace or validation; dropping them (or
+/// `clear_catching`) unlocks the cells.
 #[derive(Default)]
 pub(crate) struct GuardSink {
     held: Vec<Held>,

@@ -1590,9 +1590,7 @@ fn validate(w: &mut Work, a: usize, b: usize, id: u32, since: Stamp) -> bool {
 /// member's in-degree from the members; then, with every cell still locked,
 /// each member is claimed (its `TOUCHED` cleared in the same CAS), and its
 /// count at its claim must be that in-degree plus our hold; then every
-/// member's word must still be the one its claim wrote. Claims all, or none;
-/// on success the cells are still locked (`w.guards`), for the caller to
-/// unlock once it has doomed the members.
+/// member's word must still be the one its claim wrote. Claims all, or none.
 ///
 /// Once a member is claimed, `Weak::upgrade` waits, and every clone of one
 /// of its handles changes its word and marks it `TOUCHED` (in a `fetch_or`
