@@ -24,7 +24,8 @@
 //!    any value: it does not move, replace or drop a pointer that some value
 //!    owns (no `take()` from a cell). It *may* clone pointers and drop its
 //!    clones, allocate, upgrade `Weak`s, drop handles that no value owns, call
-//!    `collect()` (deferred until the running collection ends) and panic: the
+//!    `collect()` (the single-threaded collector runs it when the running
+//!    collection ends; `sync::collect()` returns at once) and panic: the
 //!    collectors stay consistent through all of that. (A `sync::Gc` cloned
 //!    or dropped while traced changes its header word, so the thread-safe
 //!    collector's validation fails on every attempt: that cycle leaks.)

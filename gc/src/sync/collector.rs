@@ -764,9 +764,11 @@ pub(crate) fn collect_paced(kind: Kind, patience: std::time::Duration) -> Option
 /// collections of `kind`, until one frees nothing, each waiting for a
 /// running collection to end; then waits for the free phases (step 5) of
 /// the collections that began before the first round, so that the garbage
-/// they took is dropped when it returns. Not for the collections that began
-/// later: one of those may be waiting for this thread (a destructor it runs
-/// joins this thread, say), and their garbage was only found after ours.
+/// they took is dropped when it returns (with the values those released by
+/// counting), and if it had to wait, runs once more: those frees may have
+/// dropped the last outside handle to a cycle. Not for the collections that
+/// began later: one of those may be waiting for this thread (a destructor it
+/// runs joins this thread, say), and their garbage was only found after ours.
 /// Returns at once when called from inside a collection (a destructor), and,
 /// under loom, runs one round if no other thread is collecting (models need
 /// no blocking).
