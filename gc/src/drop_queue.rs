@@ -159,24 +159,15 @@ impl Queue {
     #[inline(never)]
     fn drain_queued(&self) -> Option<Payload> {
         let mut first_panic = None;
-        loop {
-            let run = panic::catch_unwind(AssertUnwindSafe(|| {
-                while let Some(entry) = self.pop() {
-                    // SAFETY: `free` queued it under the contract of `finish`.
-                    unsafe { (entry.finish)(entry.ptr) }
-                }
-            }));
-            match run {
-                Ok(()) => {
-                    self.trim();
-                    let nested = self.panic.take();
-                    return crate::payload::first_of(first_panic, nested);
-                }
-                Err(payload) => {
-                    crate::payload::keep_first(&mut first_panic, payload);
-                }
+        crate::payload::drain_catching(&mut first_panic, || {
+            while let Some(entry) = self.pop() {
+                // SAFETY: `free` queued it under the contract of `finish`.
+                unsafe { (entry.finish)(entry.ptr) }
             }
-        }
+        });
+        self.trim();
+        let nested = self.panic.take();
+        crate::payload::first_of(first_panic, nested)
     }
 }
 

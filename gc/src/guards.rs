@@ -103,17 +103,11 @@ impl GuardSink {
     /// the next guard after a panic (as the drop queue's drain); the first
     /// panic goes to `panic`, the others are dropped.
     pub(crate) fn clear_catching(&mut self, panic: &mut Option<crate::payload::Payload>) {
-        loop {
-            let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                while let Some(held) = self.held.pop() {
-                    drop(held);
-                }
-            }));
-            match run {
-                Ok(()) => return,
-                Err(payload) => crate::payload::keep_first(panic, payload),
+        crate::payload::drain_catching(panic, || {
+            while let Some(held) = self.held.pop() {
+                drop(held);
             }
-        }
+        });
     }
 }
 

@@ -34,6 +34,16 @@ pub(crate) fn first_of(first: Option<Payload>, second: Option<Payload>) -> Optio
     }
 }
 
+/// Runs `drain` until it returns without panicking, keeping the first panic
+/// in `first` and dropping the others ([`keep_first`]). `drain` must pick
+/// up where a panic left it (pop a queue until it is empty, say): each
+/// panic ends one call, and the next call goes on with the rest.
+pub(crate) fn drain_catching(first: &mut Option<Payload>, mut drain: impl FnMut()) {
+    while let Err(payload) = catch_unwind(AssertUnwindSafe(&mut drain)) {
+        keep_first(first, payload);
+    }
+}
+
 /// Drops a payload that is not re-raised, if any. A panic of its own drop
 /// is caught and its payload dropped the same way (usually a message that
 /// drops quietly); a payload whose drop keeps panicking is forgotten after

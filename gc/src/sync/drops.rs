@@ -228,21 +228,13 @@ fn drain() -> Panic {
     // everything it queues is dropped by this loop.
     let _ = QUEUED.try_with(|q| q.set(false));
     let mut first = None;
-    loop {
-        let run = catch_unwind(AssertUnwindSafe(|| {
-            while let Some((header, old)) = pop() {
-                // SAFETY: each queued object reached zero exactly once and
-                // was queued by the thread that performed that transition.
-                unsafe { drop_one(header, old) };
-            }
-        }));
-        match run {
-            Ok(()) => break,
-            Err(payload) => {
-                crate::payload::keep_first(&mut first, payload);
-            }
+    crate::payload::drain_catching(&mut first, || {
+        while let Some((header, old)) = pop() {
+            // SAFETY: each queued object reached zero exactly once and was
+            // queued by the thread that performed that transition.
+            unsafe { drop_one(header, old) };
         }
-    }
+    });
     let nested = with_queue(false, |q| {
         // Gives back the memory of an unusually long queue.
         const KEEP: usize = 1024;
