@@ -320,8 +320,9 @@ pub fn run(args: &AbArgs) -> anyhow::Result<()> {
         let share =
             |r: u32| (u64::from(args.pairs) * u64::from(r) / u64::from(args.restarts)) as u32;
         let (first, last) = (share(round), share(round + 1));
+        let a_first = round % 2 == 0;
         let start = |v, exe: &Option<PathBuf>| Server::start(v, exe.as_deref(), args);
-        let (a, b) = if round % 2 == 0 {
+        let (a, b) = if a_first {
             let a = start(va, &args.a_exe)?;
             (a, start(vb, &args.b_exe)?)
         } else {
@@ -329,12 +330,9 @@ pub fn run(args: &AbArgs) -> anyhow::Result<()> {
             (start(va, &args.a_exe)?, b)
         };
         if !args.warmup.is_zero() {
-            if round % 2 == 0 {
-                a.slice(args, args.warmup)?;
-                b.slice(args, args.warmup)?;
-            } else {
-                b.slice(args, args.warmup)?;
-                a.slice(args, args.warmup)?;
+            let order = if a_first { [&a, &b] } else { [&b, &a] };
+            for server in order {
+                server.slice(args, args.warmup)?;
             }
         }
         run_round(args, round, first..last, &a, &b, &mut pairs)?;
