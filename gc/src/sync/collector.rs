@@ -563,11 +563,7 @@ impl Work {
     /// over): from its `first` to the next node's, or to the end.
     #[inline]
     fn edges_of(&self, i: usize) -> core::ops::Range<usize> {
-        let end = match self.nodes.get(i + 1) {
-            Some(next) => next.first,
-            None => self.edges.len() as u32,
-        };
-        self.nodes[i].first as usize..end as usize
+        edges_of(&self.nodes, &self.edges, i)
     }
 
     /// The pin window node `i` was traced in (step 2).
@@ -588,17 +584,6 @@ impl Work {
             drop_root(header);
         }
         added
-    }
-
-    /// Releases our hold on node `i` (may drop its value if it was the last
-    /// reference).
-    fn release(&mut self, i: usize) {
-        let node = &mut self.nodes[i];
-        if !node.released {
-            node.released = true;
-            // SAFETY: the hold is a strong reference we own.
-            unsafe { Header::dec_strong(node.header) };
-        }
     }
 
     /// Unlocks every cell whose guard is kept. A guard's drop is user code
@@ -672,9 +657,29 @@ impl Drop for Work {
             if !node.released && unsafe { node.header.as_ref() }.word.load(Acquire) & DOOMED == 0 {
                 rebuffer(node.header);
             }
-            self.release(i);
+            release(&mut self.nodes[i]);
         }
     }
+}
+
+/// Releases our hold on `node` (may drop its value if it was the last
+/// reference).
+fn release(node: &mut Node) {
+    if !node.released {
+        node.released = true;
+        // SAFETY: the hold is a strong reference we own.
+        unsafe { Header::dec_strong(node.header) };
+    }
+}
+
+/// [`Work::edges_of`], on the fields.
+#[inline]
+fn edges_of(nodes: &[Node], edges: &[u32], i: usize) -> core::ops::Range<usize> {
+    let end = match nodes.get(i + 1) {
+        Some(next) => next.first,
+        None => edges.len() as u32,
+    };
+    nodes[i].first as usize..end as usize
 }
 
 /// Traces the value of `header` into `edges`, keeping cell guards in
@@ -1164,7 +1169,6 @@ fn judge_group(
     // t* of the last window.
     w.unlock();
     let traced = w.nodes.len();
-    let n = traced;
 
     // 3. Trial deletion on private counts. The live nodes are listed in
     //    `w.live` (the marking's work list, kept: step 6 releases them) and
@@ -1173,34 +1177,42 @@ fn judge_group(
     //    live, promoted and queued as old roots, all before validation, and
     //    generations are private to the collector-lock holder.
     let mut promoted = 0;
-    for i in 0..n {
-        let node = &mut w.nodes[i];
+    // Through the fields, so that the passes iterate slices: indexing
+    // through `w` re-checked bounds at every step (a push may reallocate
+    // another of its vectors, as far as the compiler knows).
+    let Work {
+        nodes,
+        edges,
+        live,
+        old_roots,
+        ..
+    } = &mut *w;
+    for (i, node) in nodes.iter_mut().enumerate() {
         if node.trial != 0 || node.kept {
             node.live = true;
-            w.live.push(i as u32);
+            live.push(i as u32);
             if node.kept || node.trial < 0 {
                 // Opaque right now (a locked cell) or seen inconsistently
                 // while it changed: not known to be live, so look again
                 // next time.
                 rebuffer(node.header);
             } else if promote {
-                promoted += promote_node(node, minor, &mut w.old_roots);
+                promoted += promote_node(node, minor, old_roots);
             }
         }
     }
     let mut next = 0;
-    while let Some(&i) = w.live.get(next) {
+    while let Some(&i) = live.get(next) {
         next += 1;
-        for k in w.edges_of(i as usize) {
-            let j = w.edges[k];
-            let node = &mut w.nodes[j as usize];
+        for &j in &edges[edges_of(nodes, edges, i as usize)] {
+            let node = &mut nodes[j as usize];
             if !node.live {
                 node.live = true;
-                w.live.push(j);
+                live.push(j);
                 // Marked from a live node, not by its own count: `trial`
                 // is zero and `kept` clear (else the loop above marked it).
                 if promote {
-                    promoted += promote_node(node, minor, &mut w.old_roots);
+                    promoted += promote_node(node, minor, old_roots);
                 }
             }
         }
@@ -1219,8 +1231,8 @@ fn judge_group(
     //    whose values `run_locked` drops after the lock is released (see
     //    `Dying::free`). Counted here, where generations may be read.
     let mut old_freed = 0;
-    for k in 0..w.doomed.len() {
-        let node = &mut w.nodes[w.doomed[k] as usize];
+    for &m in &w.doomed {
+        let node = &mut w.nodes[m as usize];
         // SAFETY: held; collector lock held.
         old_freed += u64::from(unsafe { node.header.as_ref().generation.is_old() });
         node.released = true;
@@ -1233,13 +1245,11 @@ fn judge_group(
     //    also the members of the components that failed validation.
     w.unlock();
     if pinned {
-        for k in 0..w.live.len() {
-            w.release(w.live[k] as usize);
+        for &i in &w.live {
+            release(&mut w.nodes[i as usize]);
         }
     } else {
-        for i in 0..w.nodes.len() {
-            w.release(i);
-        }
+        w.nodes.iter_mut().for_each(release);
     }
     (freed, traced, promoted, old_freed)
 }
@@ -1306,21 +1316,25 @@ fn trace_node(w: &mut Work, i: usize, minor: bool) {
 /// caller then validates component by component.
 fn claim_pinned(w: &mut Work, since: Stamp) -> bool {
     debug_assert!(w.doomed.is_empty());
-    let n = w.nodes.len();
     // With one window (the usual case) no edge can cross.
     if !w.windows.is_empty() && edge_crosses_windows(w) {
         return false;
     }
-    for i in 0..n {
-        if w.nodes[i].live {
+    let mut claimed = true;
+    for (i, node) in w.nodes.iter().enumerate() {
+        if node.live {
             continue;
         }
-        if !claim(&w.nodes[i]) {
-            unclaim(w, &w.doomed);
-            w.doomed.clear();
-            return false;
+        if !claim(node) {
+            claimed = false;
+            break;
         }
         w.doomed.push(i as u32);
+    }
+    if !claimed {
+        unclaim(w, &w.doomed);
+        w.doomed.clear();
+        return false;
     }
     // After the last claim: every equal word proved an unchanged one.
     if !since.fresh() {
