@@ -201,6 +201,7 @@ impl Free {
     ///
     /// # Safety
     /// Nothing references the memory any more; it is given back once.
+    #[inline]
     pub(crate) unsafe fn release(self, base: NonNull<u8>, layout: Layout) {
         match self {
             // SAFETY: forwarded: freed once, now or by the deferred list
