@@ -21,7 +21,9 @@
 //!   keep every later request from starting a thread). A destructor on the
 //!   collector thread that stops it cannot join its own thread: it asks the
 //!   thread to exit after the collection it is in (`State::exit`), and the
-//!   thread clears the mailbox and its handle as it goes.
+//!   thread clears the mailbox and its handle as it goes. So does a stop
+//!   from inside a collection on another thread (a `Trace` impl): the
+//!   collector thread may be waiting for the collector lock it holds.
 //! - The thread's own policy is `Manual`: destructors it runs may buffer
 //!   roots, which wait for the next collection instead of triggering one
 //!   inside this one.
@@ -74,8 +76,9 @@ struct State {
     /// A [`stop_collector_thread`] from another thread is joining the
     /// thread (its handle is taken).
     stop: bool,
-    /// A destructor on the collector thread stopped it: it exits after its
-    /// collection, and clears its own handle.
+    /// A destructor on the collector thread, or code inside a collection on
+    /// another thread, stopped it: it exits after its collection (or at
+    /// once, if idle), and clears its own handle.
     exit: bool,
     handle: Option<JoinHandle<()>>,
 }
@@ -123,12 +126,29 @@ pub fn collector_mode() -> CollectorMode {
 ///
 /// Called from the collector thread itself (a destructor of a cycle it
 /// collects), it cannot wait for its own exit: it returns at once, and the
-/// thread exits when that collection ends.
+/// thread exits when that collection ends. So does a call from inside a
+/// collection on another thread (a `Trace` impl, a destructor of a cycle
+/// it collects): the collector thread may be waiting for that collection.
 pub fn stop_collector_thread() {
     // (Not by its handle: a stopper on another thread may have taken it
     // and be joining us.)
+    // Nor from inside a collection on another thread (a `Trace` impl, a
+    // `TraceLock` guard's drop): it holds the collector lock, which the
+    // collector thread may be waiting for, so joining it would wait for
+    // ever (`gc/tests/sync_stop_collector_from_trace.rs`). The thread is
+    // asked to exit after its collection instead, as by its own
+    // destructors, and woken in case it is idle.
     if ON_COLLECTOR_THREAD.with(Cell::get) {
         STATE.lock().exit = true;
+        return;
+    }
+    if collector::collecting() {
+        let mut state = STATE.lock();
+        // Only a running thread clears `exit`: none, none to ask.
+        if state.handle.is_some() {
+            state.exit = true;
+            WAKE.notify_all();
+        }
         return;
     }
     // One stop at a time: a second one would otherwise find the handle

@@ -862,7 +862,7 @@ loom::thread_local! {
 }
 
 /// Whether this thread is inside a collection (see `COLLECTING`).
-fn collecting() -> bool {
+pub(super) fn collecting() -> bool {
     COLLECTING.try_with(core::cell::Cell::get).unwrap_or(false)
 }
 
