@@ -67,6 +67,64 @@ macro_rules! payload_tests {
                 assert_eq!(DROPS.with(Cell::get) - before, 2, "both values dropped");
             }
 
+            std::thread_local! {
+                /// The last handle of a value whose drop panics with a
+                /// `Bomb`, dropped by a `Carrier` payload's drop.
+                static HELD: RefCell<Option<Gc<Part>>> = const { RefCell::new(None) };
+            }
+
+            /// A value whose drop panics (`kind` 1: with "first"; 2: with a
+            /// `Carrier`; 3: with a `Bomb`) after its children are dropped.
+            #[derive(recycler::Trace)]
+            struct Part {
+                #[trace(skip)]
+                kind: u8,
+                kids: Vec<Gc<Part>>,
+            }
+
+            impl Drop for Part {
+                fn drop(&mut self) {
+                    match self.kind {
+                        1 => panic_any("first"),
+                        2 => panic_any(Carrier),
+                        3 => panic_any(Bomb),
+                        _ => {}
+                    }
+                }
+            }
+
+            /// A payload whose drop drops the value in `HELD`.
+            struct Carrier;
+
+            impl Drop for Carrier {
+                fn drop(&mut self) {
+                    drop(HELD.with(|h| h.borrow_mut().take()));
+                }
+            }
+
+            fn part(kind: u8, kids: Vec<Gc<Part>>) -> Gc<Part> {
+                Gc::new(Part { kind, kids })
+            }
+
+            /// The second panic's payload is dropped (the first is kept),
+            /// and its drop frees a value whose drop panics in turn: that
+            /// panic was kept meanwhile, and its payload (a `Bomb`) was then
+            /// dropped by a plain `Cell::set`, whose panic unwound out of the
+            /// drop and replaced the first panic (found by a hostile review;
+            /// while unwinding, an abort).
+            #[test]
+            fn a_payload_that_frees_a_panicking_value_leaves_the_first_panic_kept() {
+                HELD.with(|h| *h.borrow_mut() = Some(part(3, Vec::new())));
+                let top = part(0, vec![part(1, Vec::new()), part(2, Vec::new())]);
+                let payload = catch_unwind(AssertUnwindSafe(move || drop(top)))
+                    .expect_err("a destructor's panic is re-raised");
+                assert_eq!(payload.downcast_ref::<&str>(), Some(&"first"));
+                assert!(
+                    HELD.with(|h| h.borrow().is_none()),
+                    "the held value was dropped"
+                );
+            }
+
             #[test]
             fn a_chain_of_two_such_destructors_does_not_abort() {
                 let before = DROPS.with(Cell::get);

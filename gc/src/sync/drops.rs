@@ -174,7 +174,11 @@ unsafe fn drop_outer(this: NonNull<Header>, old: u64, base: usize) {
 fn keep_panic(payload: crate::payload::Payload) {
     with_queue(true, |q| {
         let first = q.panic.take();
-        q.panic.set(crate::payload::first_of(first, Some(payload)));
+        let kept = crate::payload::first_of(first, Some(payload));
+        // Dropping the other payload (in `first_of`) may have run a nested
+        // drop whose panic was kept meanwhile: dropped under
+        // `catch_unwind`, not by `set`.
+        crate::payload::discard(q.panic.replace(kept));
     });
     let _ = QUEUED.try_with(|q| q.set(true));
 }
