@@ -15,22 +15,13 @@ use std::time::Duration;
 use recycler::sync::{set_collector_mode, CollectorMode, Gc};
 use recycler::Trace;
 
+#[path = "common/threads.rs"]
+mod threads;
+use threads::collector_threads;
+
 #[derive(Trace)]
 struct Node {
     next: Mutex<Option<Gc<Node>>>,
-}
-
-fn collector_threads() -> usize {
-    std::fs::read_dir("/proc/self/task")
-        .unwrap()
-        .filter(|task| {
-            let comm = task.as_ref().unwrap().path().join("comm");
-            // The thread name, truncated to 15 bytes.
-            std::fs::read_to_string(comm)
-                .unwrap_or_default()
-                .starts_with("recycler-sync-c")
-        })
-        .count()
 }
 
 #[test]

@@ -22,6 +22,10 @@ use recycler::sync::{
 };
 use recycler::{Trace, Tracer};
 
+#[path = "common/threads.rs"]
+mod threads;
+use threads::collector_threads;
+
 /// Whether the next trace of a [`Switch`] switches the mode.
 static ARMED: AtomicBool = AtomicBool::new(false);
 /// Whether the next trace of a [`Switch`] stops the collector thread (of
@@ -45,19 +49,6 @@ unsafe impl Trace for Switch {
         }
         self.next.trace(tracer);
     }
-}
-
-fn collector_threads() -> usize {
-    std::fs::read_dir("/proc/self/task")
-        .unwrap()
-        .filter(|task| {
-            let comm = task.as_ref().unwrap().path().join("comm");
-            // The thread name, truncated to 15 bytes.
-            std::fs::read_to_string(comm)
-                .unwrap_or_default()
-                .starts_with("recycler-sync-c")
-        })
-        .count()
 }
 
 /// Whether no collector thread is left within 10 s (a joined thread may
