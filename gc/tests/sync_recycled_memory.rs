@@ -162,3 +162,34 @@ fn collected_members_under_weaks_held_by_other_threads() {
     drop((fresh, more));
     collect();
 }
+
+/// A thread whose first recycled free happens in a thread-local's
+/// destructor at its exit (the last `Weak` to a dead entry): the deferred
+/// list's exit hook is registered then, and still runs: the memory kept in
+/// the list is returned (nothing leaks under Miri).
+#[test]
+fn first_recycled_free_in_a_thread_local_destructor() {
+    let _serial = serial();
+    struct Holder(std::cell::RefCell<Option<Weak<Node>>>);
+    impl Drop for Holder {
+        fn drop(&mut self) {
+            let weak = self.0.borrow_mut().take().expect("a weak handle");
+            assert!(weak.upgrade().is_none());
+            drop(weak);
+        }
+    }
+    thread_local! {
+        static HOLDER: Holder = const { Holder(std::cell::RefCell::new(None)) };
+    }
+    collect();
+    let x = node(7);
+    let weak = Gc::downgrade(&x);
+    drop(x.clone());
+    drop(x);
+    collect();
+    std::thread::spawn(move || {
+        HOLDER.with(|h| *h.0.borrow_mut() = Some(weak));
+    })
+    .join()
+    .unwrap();
+}
