@@ -91,6 +91,13 @@
 //! A value nested that deep (a `Box` list of a million nodes whose `Drop`
 //! is iterative) keeps its cycles alive (they leak) instead of overflowing
 //! the stack. A hand-written container impl should ask too.
+//!
+//! "The thread's stack" is the one the thread library reports (Linux:
+//! `pthread_getattr_np`). A collection that runs on a stack of its own (a
+//! coroutine's, a green thread's) mapped below it finds nothing left and
+//! keeps every object nested past 4 KiB (a leak, not a crash); mapped
+//! above it, the budget is the 128 KiB, which such a stack must then have
+//! to spare.
 
 use core::cell::{Cell, RefCell};
 use core::marker::PhantomData;
