@@ -217,12 +217,9 @@ fn drain_fallback() -> Option<Payload> {
 fn keep_panic(payload: Payload) {
     let mut payload = Some(payload);
     let mut keep = |q: &Queue| {
-        let first = q.panic.take();
-        let kept = crate::payload::first_of(first, payload.take());
-        // Dropping the other payload (in `first_of`) may have run a nested
-        // free whose panic was kept meanwhile: dropped under
-        // `catch_unwind`, not by `set`.
-        crate::payload::discard(q.panic.replace(kept));
+        if let Some(payload) = payload.take() {
+            crate::payload::keep_first_in(&q.panic, payload);
+        }
     };
     if QUEUE.try_with(&mut keep).is_err() {
         with_fallback(true, keep);

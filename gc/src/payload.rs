@@ -10,6 +10,7 @@
 //! a panic of its drop, a few times over, then forgotten: a leak, never an
 //! abort).
 
+use core::cell::Cell;
 use std::any::Any;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -20,6 +21,15 @@ pub(crate) type Payload = Box<dyn Any + Send>;
 /// drops it ([`discard`]).
 pub(crate) fn keep_first(first: &mut Option<Payload>, payload: Payload) {
     *first = first_of(first.take(), Some(payload));
+}
+
+/// [`keep_first`] for a panic kept in a cell that the drop of the other
+/// payload may reach again (a drop queue's): that drop may free a value
+/// whose own panic is kept there meanwhile, and it is dropped here, under
+/// `catch_unwind`, not by the cell's `set`.
+pub(crate) fn keep_first_in(cell: &Cell<Option<Payload>>, payload: Payload) {
+    let kept = first_of(cell.take(), Some(payload));
+    discard(cell.replace(kept));
 }
 
 /// `first`, or else `second`; the one not returned is dropped

@@ -213,21 +213,16 @@ fn check(weaks: &[Weak<Member>]) {
 
 /// Drops everything kept, in an order that interleaves the layouts.
 fn release_all() {
-    let made = MADE
-        .try_with(|m| std::mem::take(&mut *m.borrow_mut()))
-        .unwrap_or_default();
-    let dyns = MADE_DYN
-        .try_with(|m| std::mem::take(&mut *m.borrow_mut()))
-        .unwrap_or_default();
-    let slices = MADE_SLICES
-        .try_with(|m| std::mem::take(&mut *m.borrow_mut()))
-        .unwrap_or_default();
-    let aligned = MADE_ALIGNED
-        .try_with(|m| std::mem::take(&mut *m.borrow_mut()))
-        .unwrap_or_default();
-    let kept = KEPT
-        .try_with(|k| std::mem::take(&mut *k.borrow_mut()))
-        .unwrap_or_default();
+    /// The list in `key`, emptied (none once the thread-local is gone).
+    fn take<T>(key: &'static std::thread::LocalKey<RefCell<Vec<T>>>) -> Vec<T> {
+        key.try_with(|m| std::mem::take(&mut *m.borrow_mut()))
+            .unwrap_or_default()
+    }
+    let made = take(&MADE);
+    let dyns = take(&MADE_DYN);
+    let slices = take(&MADE_SLICES);
+    let aligned = take(&MADE_ALIGNED);
+    let kept = take(&KEPT);
     drop(kept);
     drop(made);
     drop(dyns);

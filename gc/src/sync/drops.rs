@@ -172,14 +172,7 @@ unsafe fn drop_outer(this: NonNull<Header>, old: u64, base: usize) {
 #[cold]
 #[inline(never)]
 fn keep_panic(payload: crate::payload::Payload) {
-    with_queue(true, |q| {
-        let first = q.panic.take();
-        let kept = crate::payload::first_of(first, Some(payload));
-        // Dropping the other payload (in `first_of`) may have run a nested
-        // drop whose panic was kept meanwhile: dropped under
-        // `catch_unwind`, not by `set`.
-        crate::payload::discard(q.panic.replace(kept));
-    });
+    with_queue(true, |q| crate::payload::keep_first_in(&q.panic, payload));
     let _ = QUEUED.try_with(|q| q.set(true));
 }
 
