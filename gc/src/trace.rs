@@ -36,7 +36,9 @@
 //!    closes, so that lock may be held by the very thread that waits for it
 //!    (a deadlock: `gc/tests/sync_trace_locks_a_pinned_cell.rs`). The same
 //!    holds for the `Drop` of a [`sync::TraceLock`](crate::sync::TraceLock)
-//!    guard, which the collector runs with other cells locked.
+//!    guard, which the collector runs with other cells locked. Neither may
+//!    wait for a thread that calls `sync::collect()` meanwhile (join it,
+//!    say): that call waits for the collection that is running `trace`.
 //! 3. `MAY_CONTAIN_GC` is `false` only if no value of the type can own a
 //!    collected pointer, directly or through fields (generic ones included).
 //! 4. A `sync::Gc` inside a value changes only through `&mut` or inside a
