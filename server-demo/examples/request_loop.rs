@@ -53,9 +53,15 @@ fn run<F: Family>(requests: u64) {
         let out = black_box(format!("HTTP/1.1 200 OK\r\n\r\n{}", r.body));
         drop((head, buf, map, out));
     }
-    let s = recycler::stats();
+    // The family the mode's pointers belong to: the per-thread collector's
+    // statistics, or `recycler::sync`'s.
+    let (family, s) = if F::SHARED_HUBS {
+        ("sync", recycler::sync::stats())
+    } else {
+        ("per-thread", recycler::stats())
+    };
     println!(
-        "requests {requests} live {} freed_by_rc {} freed_by_collector {} minor {} full {} traced {} promoted {} old {} pause_cpu {:?}",
+        "requests {requests} ({family} collector) live {} freed_by_rc {} freed_by_collector {} minor {} full {} traced {} promoted {} old {} pause_cpu {:?}",
         s.live,
         s.freed_by_rc,
         s.freed_by_collector,
