@@ -56,9 +56,16 @@ pub enum CollectorMode {
     /// objects crossing cores), on 1 and on 2 threads.
     #[default]
     Mutators,
-    /// On a collector thread: mutators only buffer roots (and wait for it,
-    /// boundedly, when their garbage outruns it). Destructors of collected
-    /// cycles run on the collector thread.
+    /// On a collector thread: mutators buffer roots and wake it. Destructors
+    /// of the cycles it collects run on the collector thread, but not all
+    /// destructors do: a thread that buffers 4 times its threshold before
+    /// the collector thread took its buffer (its garbage outruns the
+    /// collector, as a busy tokio worker's easily does) waits for a running
+    /// collection at most 10 ms and then collects itself, and the
+    /// destructors of the garbage it finds run on it, under whatever locks
+    /// it holds (see *Where collections run* in the [module docs](super)).
+    /// The collector thread is no tokio worker: a destructor it runs has no
+    /// runtime context (`tokio::spawn` panics there).
     Thread,
 }
 

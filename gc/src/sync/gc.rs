@@ -37,7 +37,10 @@ unsafe fn trace_value<T: Trace>(header: NonNull<Header>, tracer: &mut Tracer<'_>
 /// with [`std::sync::Arc`]; dereferencing touches no atomic; the pointer is
 /// one word. Values must be `Send + Sync + 'static` because the collector
 /// may trace and drop them on any thread. Interior mutability that can hold
-/// pointers must be a lock (`Mutex`/`RwLock` from `std` or `parking_lot`).
+/// pointers must be a lock (`Mutex`/`RwLock` from `std` or `parking_lot`, or
+/// a lock type of your own implementing [`TraceLock`](super::TraceLock):
+/// async locks such as tokio's are not traced, see the
+/// [module docs](super#on-tokio)).
 ///
 /// `T` may be unsized: `Gc<str>`, `Gc<[T]>` and `Gc<dyn Trait + Send + Sync>`
 /// (see the [module docs](super#unsized-values)).

@@ -368,10 +368,19 @@
 //! the dropping thread: a thread must not drop a `sync::Gc` while it holds a
 //! lock that a destructor of collected garbage may take (a registry the
 //! objects deregister from, say), or it waits for itself
-//! (`gc/tests/sync_unrelated_destructor_lock.rs`). With
-//! [`CollectorMode::Thread`] those destructors run on the collector thread,
-//! which waits for the lock instead; with [`Policy::Manual`](crate::Policy)
-//! they run only in [`collect`]. A minor one starts from
+//! (`gc/tests/sync_unrelated_destructor_lock.rs`). A panic of such a
+//! destructor is re-raised there too, out of the `drop` of an unrelated
+//! handle (on a tokio runtime: the task that dropped it fails). With
+//! [`CollectorMode::Thread`] most of those destructors run on the collector
+//! thread, which waits for the lock instead, but not all: a thread whose
+//! buffering outruns the collector thread collects itself (the pacing
+//! below), and then runs them under its own locks
+//! (`gc/tests/sync_thread_mode_destructor_lock.rs`, a probe; on a tokio
+//! runtime churning cycles most destructors ran on the workers). Only
+//! [`Policy::Manual`](crate::Policy) on the thread that holds the lock keeps
+//! them off it: then they run there only in [`collect`]. The policy is the
+//! calling thread's: on tokio's multi-thread runtime set it on every worker
+//! (`Builder::on_thread_start`), not in one task that may move. A minor one starts from
 //! that thread's own roots (and those of exited threads), not every
 //! thread's: each thread traces and frees the garbage it dropped, whose
 //! objects its own core touched last, into its own allocator cache, instead
@@ -400,6 +409,33 @@
 //! run on the caller. The
 //! default is the one measured faster on 2 cores (see the README's results
 //! and the benchmarks' `recycler-sync-gc-thread` column).
+//!
+//! # On tokio
+//!
+//! Handles move between worker threads like `Arc`s, and each worker
+//! buffers and (by default) collects on its own. What differs from `Arc`:
+//!
+//! - Only `std` and `parking_lot` `Mutex`/`RwLock` are traced. An async
+//!   lock (`tokio::sync::Mutex`, `RwLock`) has no `Trace` impl: a derived
+//!   type with such a field does not compile, and `#[trace(skip)]` on it
+//!   makes every cycle through it leak. To hold handles in one, wrap it in
+//!   a type of your own that implements [`TraceLock`] with its `try_lock`
+//!   (`try_read`) and `Trace` with [`Tracer::trace_lock`](crate::Tracer::trace_lock),
+//!   as in the `TraceLock` example. A task that holds the guard across an
+//!   `.await` keeps the owner alive for every collection meanwhile (the
+//!   collector only `try_lock`s); the cycle is collected after it unlocks.
+//! - [`collect`], [`stop_collector_thread`] and a switch to
+//!   [`CollectorMode::Mutators`] block the calling thread (run them with
+//!   `spawn_blocking`), and so can an automatic collection, for at most
+//!   10 ms per buffering while its garbage outruns another thread's
+//!   collection (see *Policies*).
+//! - [`set_policy`] sets the calling thread's policy, not the task's: set
+//!   it on every worker (`Builder::on_thread_start`).
+//! - An automatic collection runs the destructors of unrelated garbage in
+//!   whichever task dropped a handle, and re-raises a panic of one of them
+//!   there (see *Where collections run*). With [`CollectorMode::Thread`],
+//!   the destructors that run on the collector thread run outside the
+//!   runtime: `tokio::spawn` and `Handle::current` panic there.
 //!
 //! # The allocator
 //!
