@@ -593,7 +593,11 @@ pub use rc::Rc;
 use crate::{Policy, Stats};
 
 /// Collects the cycles buffered by every thread, now, on the calling thread
-/// (full collections, run until one frees nothing).
+/// (full collections, run until one frees nothing, but at most 8 in a row:
+/// a cycle whose last outside handle only a destructor run by the eighth
+/// drops, the ninth of a chain of cycles that each keep the next one alive
+/// from a `#[trace(skip)]` field or a registry that their `Drop` leaves,
+/// waits for the next collection; `gc/tests/sync_collect_rounds.rs`).
 ///
 /// If another thread (the collector thread, say) is collecting, waits for
 /// it to finish first, and returns only when the values of the cycles that
