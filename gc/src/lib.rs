@@ -52,9 +52,13 @@
 //! [`Trace`] impl that reports too few pointers, a panic in `Drop` or `trace`,
 //! a `Drop` that touches a member of its own garbage cycle, or a collection
 //! that starts while a `RefCell` in the heap is mutably borrowed may leak
-//! memory or panic, but never frees memory that is still in use. The one
-//! obligation that `unsafe impl Trace` carries is to never report a pointer
-//! the value does not own (see [`trace`]).
+//! memory or panic, but never frees memory that is still in use. An
+//! `unsafe impl Trace` carries four obligations (see [`trace`]): report
+//! only pointers the value owns, each at most once; take no pointer away
+//! from a value and wait for no lock a collected value owns while tracing;
+//! `MAY_CONTAIN_GC = false` only for types that can never own a pointer;
+//! and change a `sync::Gc` inside a value only through `&mut` or inside a
+//! lock it traces with [`Tracer::trace_lock`].
 #![warn(missing_docs)]
 #![cfg_attr(feature = "nightly", feature(coerce_unsized, unsize))]
 
