@@ -884,6 +884,17 @@ impl Header {
         }
     }
 
+    /// Weak handles for `Weak::weak_count`: 0 once no strong handle is
+    /// live, as [`Header::live_strong`] says (dropped, or collected: a
+    /// handle that a destructor kept is dead and counts for neither).
+    pub(crate) fn live_weak_handles(&self) -> usize {
+        if self.word.load(Acquire) & DOOMED != 0 {
+            0
+        } else {
+            self.weak_handles()
+        }
+    }
+
     /// Weak handles, for `weak_count`.
     pub(crate) fn weak_handles(&self) -> usize {
         let w = self.word.load(Acquire);

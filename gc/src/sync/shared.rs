@@ -192,10 +192,11 @@ macro_rules! shared_pointer {
                     .map_or(0, $crate::sync::header::Header::live_strong)
             }
 
-            /// Weak handles of the object (0 once it has no strong handle).
+            /// Weak handles of the object (0 once it has no strong handle,
+            /// as `strong_count` says: dropped or collected).
             pub fn weak_count(&self) -> usize {
                 self.header()
-                    .map_or(0, $crate::sync::header::Header::weak_handles)
+                    .map_or(0, $crate::sync::header::Header::live_weak_handles)
             }
         }
 
