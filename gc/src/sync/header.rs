@@ -888,17 +888,19 @@ impl Header {
     /// live, as [`Header::live_strong`] says (dropped, or collected: a
     /// handle that a destructor kept is dead and counts for neither).
     pub(crate) fn live_weak_handles(&self) -> usize {
-        if self.word.load(Acquire) & DOOMED != 0 {
-            0
-        } else {
-            self.weak_handles()
-        }
+        self.weak_handles_unless(DOOMED)
     }
 
-    /// Weak handles, for `weak_count`.
+    /// Weak handles, for `weak_count` (0 once the count is zero).
     pub(crate) fn weak_handles(&self) -> usize {
+        self.weak_handles_unless(0)
+    }
+
+    /// Weak handles, or 0 if the count is zero or the word has any of
+    /// `flags`.
+    fn weak_handles_unless(&self, flags: u64) -> usize {
         let w = self.word.load(Acquire);
-        if count(w) == 0 {
+        if count(w) == 0 || w & flags != 0 {
             return 0;
         }
         match self.weak.load(Acquire) {

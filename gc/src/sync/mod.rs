@@ -378,9 +378,8 @@
 //! (`gc/tests/sync_thread_mode_destructor_lock.rs`, a probe; on a tokio
 //! runtime churning cycles most destructors ran on the workers). Only
 //! [`Policy::Manual`](crate::Policy) on the thread that holds the lock keeps
-//! them off it: then they run there only in [`collect`]. The policy is the
-//! calling thread's: on tokio's multi-thread runtime set it on every worker
-//! (`Builder::on_thread_start`), not in one task that may move. A minor one starts from
+//! them off it: then they run there only in [`collect`] (on tokio, set it
+//! on every worker: see *On tokio*). A minor one starts from
 //! that thread's own roots (and those of exited threads), not every
 //! thread's: each thread traces and frees the garbage it dropped, whose
 //! objects its own core touched last, into its own allocator cache, instead
