@@ -61,7 +61,7 @@
 //! The collector's *pinned* trace (tree by tree; its cells stay locked until
 //! the current pin window closes, so a component traced within one window
 //! needs no re-trace and validation only CASes; see
-//! `gc/src/sync/collector.rs`) is exercised by every model above; under loom
+//! `gc/src/sync/collector/mod.rs`) is exercised by every model above; under loom
 //! the pin budget is one guard, so a window closes after every root's
 //! tree and within one at its second guard: two-object cycles fit in one
 //! window, three-object ones span two and run the fallback (the component

@@ -25,7 +25,7 @@
 //! wrap can hide).
 //!
 //! Under loom there is no clock: snapshots never age, unless a model forces
-//! a collection's drained ones stale ([`force_stale`]); so do the crate's
+//! a collection's drained ones stale (`force_stale`, in tests); so do the crate's
 //! unit tests.
 
 #[cfg(not(loom))]
@@ -40,7 +40,7 @@ pub(crate) const MAX_AGE: Duration = Duration::from_millis(20);
 pub(crate) struct Stamp {
     #[cfg(not(loom))]
     at: Instant,
-    /// Stale whatever the clock says ([`force_stale`]).
+    /// Stale whatever the clock says (`force_stale`, in tests).
     #[cfg(any(test, loom))]
     stale: bool,
 }
@@ -57,7 +57,7 @@ impl Stamp {
     }
 
     /// As [`Stamp::now`], for the snapshots of a collection's drain, which
-    /// [`force_stale`] makes stale.
+    /// `force_stale` (in tests) makes stale.
     pub(crate) fn drain() -> Stamp {
         #[cfg_attr(not(any(test, loom)), allow(unused_mut))]
         let mut stamp = Stamp::now();

@@ -237,7 +237,7 @@ pub(crate) struct Header {
 /// collector mutex orders successive collectors; allocation writes the
 /// initial value before the object is published). A stale value from an
 /// earlier collection is harmless: the collector only believes it when the
-/// node (or root) at that index has this very header (see `collector.rs`),
+/// node (or root) at that index has this very header (see `collector/mod.rs`),
 /// and distinct live objects have distinct addresses.
 pub(crate) struct GraphSlot {
     index: UnsafeCell<u32>,

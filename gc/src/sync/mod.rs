@@ -75,7 +75,7 @@
 //! snapshot of one window's objects' edges at one instant, the window's
 //! close; a component traced within one window has zero trial counts that
 //! are its Σ-test at that instant, and only the Δ-test CASes run
-//! (`collector.rs`, step 4). The soundness argument below applies unchanged
+//! (`collector/mod.rs`, step 4). The soundness argument below applies unchanged
 //! with `t*` that close. Only a component spanning windows is re-traced.
 //! The price: a mutator that locks a cell of an object being traced waits
 //! until its window closes (at most `PIN_BUDGET` = 8192 guards' worth of
@@ -470,7 +470,7 @@
 //! of 6 pairs) while the collector's buffers were shared behind the
 //! collector lock — each collection first fetched from the other core the
 //! lines of the nodes, edges and guards it had written — and nothing once
-//! each thread keeps its own (`collector.rs`, `Work`; 176 → 143 ns per
+//! each thread keeps its own (`collector/mod.rs`, `Work`; 176 → 143 ns per
 //! cycle, 4 of 4; against the interval of 1024: 6 of 13 pairs faster, the
 //! same time). A collection no longer reads the thread CPU clock (a system
 //! call) unless it runs for 10 µs (`stats.rs`, `LazyPauseTimer`). On the

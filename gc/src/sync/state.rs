@@ -171,12 +171,12 @@ pub(crate) struct Global {
     orphans: Mutex<Vec<Entry>>,
     /// Entries of old objects, left by minor collections for the next full
     /// one (also the young objects a minor collection could not prove live,
-    /// see `collector.rs`). Only collections touch it.
+    /// see `collector/mod.rs`). Only collections touch it.
     pub(crate) old_roots: Mutex<Vec<Entry>>,
     /// `old_roots.len()`, for the mutators' full-collection trigger.
     pub(crate) old_roots_waiting: StatCounter,
     /// One collection at a time (each thread keeps its own buffers for its
-    /// collections, `collector.rs`).
+    /// collections, `collector/mod.rs`).
     collector_lock: Mutex<()>,
     /// Counters of threads that exited (updated under the registry lock, so
     /// that `stats` sees an exiting thread exactly once), plus everything

@@ -673,7 +673,7 @@ fn forwarded_traits() {
     assert_eq!(format!("{:p}", a), format!("{:p}", Gc::as_ptr(&a)));
 }
 
-/// Pin windows (`collector.rs`, step 2): many small cycles, whose trees
+/// Pin windows (`collector/mod.rs`, step 2): many small cycles, whose trees
 /// close windows between them, and rings longer than a window, which are
 /// validated by a re-trace; a ring with an outside handle spans windows too
 /// and must survive.
@@ -755,7 +755,7 @@ impl Drop for Win {
 /// fails on the drop count without touching it again.
 static PARKED: Mutex<Option<Gc<Win>>> = Mutex::new(None);
 
-/// The race the Σ-test exists for, across pin windows (`collector.rs`, step
+/// The race the Σ-test exists for, across pin windows (`collector/mod.rs`, step
 /// 4), made deterministic: a `Trace` with a side effect runs the mutator's
 /// move at the one moment it matters.
 ///

@@ -1,8 +1,10 @@
 //! The concurrent cycle collector: trial deletion on a private snapshot,
 //! then per-component validation before anything is freed.
 //!
-//! See the [module documentation](super) for the soundness argument. In
-//! order, one collection:
+//! See the [module documentation](super) for the soundness argument. This
+//! file holds the collector's graph (`Work`), the entry points and steps 1,
+//! 3 and 6; step 2 is in `trace.rs`, step 4 in `validate.rs`, step 5 in
+//! `free.rs`. In order, one collection:
 //!
 //! 1. **Drain** every thread's buffer (and, in a full collection, the old
 //!    roots) — or, in a mutator's automatic minor collection
@@ -142,188 +144,53 @@
 //!
 //! # Cost
 //!
-//! Per garbage object the collection does a handful of atomic RMWs that no
-//! reordering removes: the drain's CAS (the hold), a `try_lock` and an
-//! unlock per traced cell, and the decrements of the handles its value
-//! holds (`release_doomed` usually needs none, see below). A request cycle
-//! of the hub benchmark (two objects, two locked cells each) costs about
-//! thirteen, at ~6 ns each on the 2-vCPU EPYC of the benchmarks and ~10 ns
-//! on the Intel Xeon: most of what separates it from a leaking `Arc`.
-//! Tried and measured, not kept (paired runs on one CPU, callgrind,
-//! cachegrind): prefetching root headers ahead of the drain (no gain);
-//! closing pin windows at 256 guards so that unlocks hit the first-level
-//! cache (6.7 % fewer D1 misses, 2.4 % more instructions, no gain);
-//! leaving a root's header slot naming the root once it is a node (the root
-//! recording its node), to save the header write: the trace reads that
-//! line moments later anyway, so the miss only moved (+1 % instructions);
-//! skipping the generation load of doomed members in minor collections
-//! (the same line is loaded for the vtable: no fewer misses, no fewer
-//! instructions); a smaller Adaptive interval (256 roots a thread instead
-//! of 1024) so that a collection's objects stay in the first-level cache:
-//! 22 % fewer D1 misses per hub request, but 7 % more instructions and 21 %
-//! more D1 misses in the random operations, where a shorter interval lets
-//! fewer buffered objects die by counting before they are traced (the
-//! interval's floor is 128 now, with ripening: see *The allocator* in the
-//! module docs);
-//! *tallying* the drops of handles between members in step 5 instead of
-//! decrementing (the freeing thread counts, per member, the handles to it
-//! that its values drop, found through the member's graph slot, and the
-//! release subtracts them with the hold; a hash map from address to member
-//! instead cost 60 instructions per insertion and 40 per lookup): it saves
-//! two of the hub request's RMWs, but the uncontended RMW on a header line
-//! the drop has just brought in costs about what the thread-local access
-//! and the table cost (hub 323.6 → 320.3 ns per request, 2-thread churn
-//! 184.7 → 184.4 ns per cycle, medians of 10 alternating pairs; +5 %
-//! instructions): removing an RMW on a line already in the cache does not
-//! pay for any bookkeeping (the branch `experiment-tally` keeps the code);
-//! prefetching the value lines of the root two ahead in the trace (no
-//! difference beyond a host that alternated between two speeds, 20 pairs).
-//! What was kept: nodes of 32 bytes, and dooming backwards between the
-//! forward claims and frees (hub, per request: 2,470 to 2,449 instructions, 40.9 to
-//! 38.4 simulated D1 misses). And `release_doomed` needs no RMW when a load
-//! shows its hold to be the last reference (a member's `Drop` may hand a
-//! handle to another member to a thread that drops it meanwhile, but until
-//! that drop the count shows it): 2-thread cycle churn 220 → 208 ns per
-//! cycle (medians of 12 alternating pairs, faster in 10), hub at H = 10k
-//! 360 → 331 ns per request (9 of 12; Intel Xeon, `sync_profile`).
-//! And steps 3 to 6 iterate the slices of the nodes, edges and doomed
-//! members instead of indexing through `Work` (after each push into one of
-//! its vectors the compiler reloaded and re-checked the others), with
-//! `Free::release` and `payload::first_of` inlined: callgrind counts 2.1 to
-//! 2.4 % fewer instructions on the hub, the 2-thread churn, the random
-//! operations and `request_loop orc-ws`; in alternating pairs (2-vCPU AMD
-//! EPYC) the hub took 0.977× and the churn 0.975×, the work-stealing
-//! server 1.003× (60 pairs in 6 rounds), but one thread's random operations
-//! 1.016×, with 11 % more simulated branch mispredictions (cachegrind) in
-//! code the change does not touch: the layout.
+//! Per garbage object a collection makes a handful of atomic RMWs that this
+//! design cannot remove: the drain's CAS (the hold: how a buffered object
+//! passes atomically from its buffer to one collector), a `try_lock` and
+//! an unlock per traced cell (the cells are the user's `Mutex`es), and the
+//! decrements of the handles its value holds. A request cycle of the hub
+//! benchmark makes about fifteen, where the single-threaded collector,
+//! running the same steps, makes none (hub: 1.54× `recycler::Gc`).
 //!
-//! What the RMW count misses is where the lines come from. Cachegrind of
-//! the hub (`sync_profile hub recycler-sync-gc 10000 100000 1`, Intel
-//! Xeon's cache sizes) counts 36 first-level read misses per request, 27 of
-//! them in the collector: `run_locked` 17 (the drain's and claims' header
-//! words, the graph lookups), the guards' unlocks at window close 6 (the
-//! cell's word and its poison flag, left the cache since the trace locked
-//! them) and `trace_lock` 4; the mutator, which allocates, links and drops
-//! the pair, about 9. Nearly all hit the last-level cache. Every pass of a
-//! collection (drain, trace, window close, claims, doom, drops, releases)
-//! ran over the objects of about a thousand roots, more than the
-//! first-level cache holds, so each pass fetched each object again. Hence
-//! the groups (step 1): steps 2 to 6 run over the trees of 128 roots at a
-//! time (the drain stays whole: it takes every hold at once, so a
-//! mutator's drop after it buffers the object again, as before). The
-//! smaller Adaptive interval above also cut the hub's misses, by 22 %, but
-//! cost the random operations, where fewer buffered objects then die by
-//! counting; groups keep the interval. Cachegrind: first-level misses
-//! −30 % per hub request and −43 % in 2-thread churn, instructions −0.5 %.
-//! Time (alternating pairs on the Intel Xeon, `sync_profile`): 2-thread
-//! churn 200.3 → 170.9 ns per cycle (medians of 10, faster in 10), while
-//! the hub (349.0 → 348.0 ns, 12 pairs), dumpster's random operations
-//! (22.95 → 22.6 ms, 10 pairs) and the server's orc/ws CPU ratio (4 pairs:
-//! 1.23, 1.30, 1.37, 1.36 before, 1.22, 1.32, 1.33, 1.34 after; collector
-//! share 11.0 → 10.8 %) did not move beyond their noise. With the
-//! interval's floor of 128 roots (eighteenth session, 2-vCPU AMD EPYC,
-//! `server-demo ab --a orc --b orc`, 160 pairs of half-second slices),
-//! groups of 64 cost the work-stealing server 4.9 % more CPU per request
-//! (95 % interval 1.027–1.072) and groups of 256 1.7 % (0.983–1.049, not
-//! significant): 128 stays. Full collections
-//! judge all their roots at once: grouped, they re-traced a live structure
-//! reachable from many groups once per group (the hub's 10k nodes: 3× the
-//! instructions). The misses left are not what holds the hub back:
-//! dropping each group's garbage right after the group, still under the
-//! collector lock (a quick test, not a design: destructors must not run
-//! under the lock), cut the hub's misses by another 17 % but made it 7 %
-//! slower (317.7 → 341.7 ns, 10 pairs), and the 2-thread churn 29 % slower,
-//! the threads waiting for each other's frees again.
+//! The rest is where the lines come from. Every pass of a collection
+//! (drain, trace, window close, claims, doom, drops, releases) walks the
+//! objects of about a thousand roots, more than the first-level cache
+//! holds; hence the groups of step 1 (first-level misses −30 % per hub
+//! request, −43 % in 2-thread churn), nodes numbered in trace order and
+//! dooming backwards, so that each pass starts where the previous one left
+//! the cache; and 32-byte nodes, walked as slices. A hold that a load shows
+//! to be the last reference is released with a store (step 5). The bursts
+//! of frees that the values' own buffers make feed glibc's slower bins (see
+//! *The allocator* in the module docs).
 //!
-//! Nor do the cells' lock RMWs bound the hub alone. A measurement-only
-//! stand-in for a cell the collector could read without any RMW (the
-//! benchmark's `Mutex` fields replaced by a cell whose `TraceLock` hands out
-//! its value unlocked: unsound with a second thread, sound enough for the
-//! single-threaded hub; the mutators still lock a `Mutex`) gives the upper
-//! bound of any cheaper trace lock, a crate-provided cell pinned with plain
-//! stores and one fence per window say: hub 375.7 → 326.7 ns per request
-//! (medians of 8 alternating pairs, faster in 7; careful `Arc` 223.7 ns in
-//! the same session, so still 1.46×), 2-thread cycle churn 177.2 → 160.4 ns
-//! per cycle (6 of 6). Removing the eight lock and unlock RMWs of a hub
-//! request saves 13 %; the rest of the gap is instructions: callgrind counts
-//! about 2,350 per hub request against careful `Arc`'s 1,110 (`sync_profile
-//! hub <ptr> 10000 100000 1`, the tree's construction and the last
-//! collection taken out), of which the collections take about 1,500: the
-//! trace about 600, step 5's drops and releases about 550 (the values'
-//! drops, which `Arc` pays too, most of it), the trial, claims and window
-//! closes the rest.
-//!
-//! The allocator's share is mostly the frees themselves, not the
-//! collector's own buffers: in dumpster's random operations most drained
-//! entries (about 25,000 per 250,000 operations) are objects that died by
-//! counting while buffered, freed at the drain in one burst that overflows
-//! glibc's per-thread cache into its fast bins. Of the 228
-//! `malloc_consolidate` calls of four such runs in one process (gdb), 76 %
-//! come from the mutators' node allocations finding the arena's top too
-//! small while fast-bin chunks exist, 9 % from the workload's own vectors,
-//! 9 % from the per-thread buffers of freshly spawned threads growing, and
-//! 5 % from the collector's vectors (which keep their capacity between
-//! collections): presizing them cannot remove the consolidations.
-//!
-//! Nor can dropping the values later. *Lazy sweeping* (step 5 leaving the
-//! doomed values to the thread's next allocations, one dropped before each)
-//! spread those frees out: in the work-stealing server, 7 % fewer
-//! instructions per request, and in cachegrind's simulation 21 % fewer
-//! first-level and 75 % fewer last-level misses, but no less time
-//! (`request_loop orc-ws`; the server's CPU ratio to arc-weak/ws, medians
-//! of 6 alternating pairs, 1.31× without, 1.34× with): each value
-//! was then dropped cold, long after the trace had brought it in, which is
-//! what step 5 right after the groups avoids. Nor does the request's own
-//! cost depend on the mutator's side: `request_loop arc-ws` (the same
-//! operations with a leaking `sync::Rc`) and `orc-ws-manual` (buffering
-//! roots, never collecting) take the user time of careful `arc-weak-ws`
-//! (0.37–0.43 s per 200,000 requests, against `orc-ws`'s 0.66–0.68 s): the
-//! gap is the collections and the frees they make.
-//!
-//! What this costs beyond the single-threaded collector is those RMWs.
-//! The same hub and the same cycle churn with `recycler::Gc`, which runs
-//! this algorithm's steps with no atomic at all (`sync_profile hub|churn
-//! recycler-gc`, medians of 30 alternating pairs, 2-vCPU AMD EPYC): the hub
-//! takes 1.65× leaking `Rc` and this collector 2.29× leaking `Arc`, 1.54×
-//! `recycler::Gc`; one thread's churn 1.50× leaking `Rc` against 1.98×
-//! leaking `Arc`. A hub request makes about fifteen RMWs in its
-//! collection (the drain's two holds, a lock and an unlock for each of its
-//! 4.8 traced cells, three handle decrements as the values drop), where
-//! `recycler::Gc` makes none, and 735 more instructions (callgrind: 2,359
-//! against 1,624 per request; the holds, guards, pin windows and claims).
-//! An uncontended RMW costs about 3 ns in a loop on this host, so the RMWs
-//! make some 50 of the 85 ns between the two (152 → 237 ns) and the
-//! bookkeeping that comes with them most of the rest. Neither kind of RMW
-//! can go with this design. The drain's CAS is how a
-//! buffered object passes from its buffer to a collector atomically (a hold
-//! taken when the object is buffered would keep every acyclic object's
-//! value alive until the next drain instead of dropping it with its last
-//! handle, as `Arc` does). The cells are the user's `Mutex` and `RwLock`,
-//! which lock with an RMW; a cell of this crate that the collector pinned
-//! with plain stores (the upper bound above) would need a store–load
-//! handshake with every mutator that locks it, which only a `SeqCst` fence
-//! on the mutator's side makes verifiable under loom (loom models `SeqCst`
-//! fences, not `SeqCst` accesses). Measured in a loop on the same host, the
-//! fence adds 2.1–3.6 ns to an uncontended lock and unlock (6.2–6.5 ns),
-//! and the pin (a store, a load, a store) saves the collector 2.3–3.0 ns of
-//! its `try_lock` and unlock: a hub request locks three cells as a mutator
-//! and 4.8 in its collection, so the handshake would about pay for itself
-//! there, and cost more wherever mutators lock more cells than collections
-//! trace, as in the server.
+//! Tried and not kept, each measured against the code it would replace:
+//! prefetching roots or values, smaller pin windows, a smaller interval or
+//! other group sizes (fewer misses, more live objects traced), tallying the
+//! drops between members instead of decrementing, lazy sweeping, freeing
+//! each group under the lock, and a crate-provided cell pinned with plain
+//! stores (an upper bound: 13 % of the hub). The figures, and the profile
+//! that bounds each, are in `docs/sync-collector-cost.md`.
 
 use core::ptr::NonNull;
-use core::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
-use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+use core::sync::atomic::Ordering::{Acquire, Relaxed};
+use std::panic::resume_unwind;
 
 use super::age::Stamp;
 use super::drops::{self, Panic};
-use super::header::{count, Drained, Header, CLAIMED, DOOMED, TOUCHED};
+use super::header::{count, Drained, Header, DOOMED};
 use super::prim::MutexGuard;
 use super::state::{global, push_root_quietly, Entry, Global};
 use crate::guards::GuardSink;
 use crate::stats::LazyPauseTimer;
-use crate::trace::{Family, Tracer};
 use crate::Policy;
+
+use self::free::Dying;
+use self::trace::trace_node;
+use self::validate::{claim_pinned, validate_components};
+
+mod free;
+mod trace;
+mod validate;
 
 /// No node / not a member of any component.
 const NONE: u32 = u32::MAX;
@@ -517,6 +384,7 @@ impl Work {
     /// Adds a held object; `None` if the graph cannot number more nodes
     /// (the object is then simply left out: an edge to it stays an external
     /// reference, which is always safe).
+    #[inline]
     fn add(&mut self, header: NonNull<Header>, word: u64) -> Option<u32> {
         let i = u32::try_from(self.nodes.len()).ok().filter(|&i| i < ROOT)?;
         self.nodes.push(Node {
@@ -585,6 +453,7 @@ impl Work {
     /// Adds drained root `k` to the graph (as the next node). If the graph
     /// is full, gives its hold back and leaves it buffered for a later
     /// collection (an edge to it then stays an external reference).
+    #[inline]
     fn add_root(&mut self, k: usize) -> Option<u32> {
         let Root { header, word } = self.roots[k];
         debug_assert_ne!(word, TAKEN);
@@ -604,6 +473,7 @@ impl Work {
     /// members of a component being validated claimed (every later upgrade
     /// of one waited for ever) or doomed and never dropped. Test
     /// `gc/tests/sync_guard_drop_during_claim.rs`.
+    #[inline]
     fn unlock(&mut self) {
         self.guards.clear_catching(&mut self.panic);
     }
@@ -690,44 +560,6 @@ fn edges_of(nodes: &[Node], edges: &[u32], i: usize) -> core::ops::Range<usize> 
         None => edges.len() as u32,
     };
     nodes[i].first as usize..end as usize
-}
-
-/// Traces the value of `header` into `edges`, keeping cell guards in
-/// `guards`. Returns whether a cell could not be inspected.
-///
-/// A panicking `Trace` impl counts as a cell that could not be inspected,
-/// and the edges it reported before panicking are dropped (reporting fewer
-/// edges is safe: the object is kept): an edge reported from inside a lock
-/// is only pinned by that lock's guard, and the unwind dropped the guard
-/// before the sink could keep it, so another thread may already have taken
-/// the handle out and freed its target (a use after free in the hold that
-/// follows: `gc/tests/sync_trace_panic.rs`, under Miri). The panic goes to
-/// `panic` (the first one is re-raised when the collection ends). So a
-/// panic never unwinds through the collector, which keeps every root it
-/// drained and collects the rest of the graph.
-///
-/// # Safety
-/// The collector holds `header` (so its value is alive and not `&mut`
-/// borrowed), and keeps holding it until `guards` is emptied.
-unsafe fn trace_into(
-    header: NonNull<Header>,
-    edges: &mut Vec<NonNull<()>>,
-    guards: &mut GuardSink,
-    panic: &mut Panic,
-) -> bool {
-    let mut tracer = Tracer::with_guards(Family::Sync, edges, guards);
-    // SAFETY: forwarded contract.
-    let traced = catch_unwind(AssertUnwindSafe(|| unsafe {
-        (header.as_ref().vtable.trace)(header, &mut tracer)
-    }));
-    match traced {
-        Ok(()) => tracer.kept_alive(),
-        Err(payload) => {
-            edges.clear();
-            crate::payload::keep_first(panic, payload);
-            true
-        }
-    }
 }
 
 /// Moves `entries` to the old roots.
@@ -969,72 +801,6 @@ fn run_locked(
     (freed, traced, panic)
 }
 
-/// The doomed objects of a collection, whose values step 5 drops after the
-/// collector lock is released: each with the collector's hold (a strong
-/// reference), `DOOMED` and marked dead, its value alive. A thread keeps
-/// the list's buffer for its next collection.
-struct Dying(Vec<NonNull<Header>>);
-
-#[cfg(not(loom))]
-std::thread_local! {
-    static DYING: core::cell::Cell<Vec<NonNull<Header>>> = const { core::cell::Cell::new(Vec::new()) };
-}
-
-impl Dying {
-    /// This thread's (empty) buffer.
-    fn take() -> Dying {
-        #[cfg(not(loom))]
-        let buffer = DYING.try_with(core::cell::Cell::take).unwrap_or_default();
-        #[cfg(loom)]
-        let buffer = Vec::new();
-        Dying(buffer)
-    }
-
-    /// Step 5 without the collector lock: drops every value, then sets
-    /// `GONE` on each member and releases its hold (no member's count
-    /// reaches zero while the values drop, so no memory is freed before the
-    /// last value has dropped; a hold left as the only reference is
-    /// released without an RMW, see `Header::release_doomed`). Returns the
-    /// first panic of a `Drop`. Fields of a garbage value whose count reaches zero
-    /// are only queued (we run in a drop batch), so a value whose `Drop`
-    /// panics unwinds through no other user code.
-    ///
-    /// Why no lock is needed: a doomed object is reachable by no other
-    /// thread. Validation proved every strong reference to it is held by
-    /// a member of its garbage or is our hold, and `DOOMED` makes every
-    /// upgrade and every other collector's hold fail, so nobody can make a
-    /// new one; another collector draining its buffer entry touches only
-    /// the header word (the entry's and our release agree through the word,
-    /// as a mutator's last drop and a drain do). A `Drop` that stores a
-    /// handle of a member elsewhere stores a dead handle: a later trace
-    /// cannot hold it either. The collector-private header cells (graph
-    /// slot, generation) were read under the lock (step 5 counts the old
-    /// ones there).
-    fn free(mut self) -> Panic {
-        let mut panic = None;
-        for &header in &self.0 {
-            // SAFETY: doomed and held by us: the value is alive and ours
-            // alone (see above).
-            let result = catch_unwind(AssertUnwindSafe(|| unsafe {
-                (header.as_ref().vtable.drop_value)(header)
-            }));
-            if let Err(payload) = result {
-                crate::payload::keep_first(&mut panic, payload);
-            }
-        }
-        for header in self.0.drain(..) {
-            // SAFETY: held (the hold is consumed here), doomed, value dropped.
-            unsafe { Header::release_doomed(header) };
-        }
-        #[cfg(not(loom))]
-        {
-            let buffer = core::mem::take(&mut self.0);
-            let _ = DYING.try_with(|d| d.set(buffer));
-        }
-        panic
-    }
-}
-
 /// One collection; the caller holds the collector lock.
 fn collect_locked(
     global: &Global,
@@ -1264,265 +1030,6 @@ fn judge_group(
     (freed, traced, promoted, old_freed)
 }
 
-/// Step 2 for node `i`, the next one to trace (all before it are traced):
-/// traces it, and numbers its new targets (traced in that order after it):
-/// holding those not held yet, adding the roots not in the graph yet.
-fn trace_node(w: &mut Work, i: usize, minor: bool) {
-    let header = w.nodes[i].header;
-    w.targets.clear();
-    // SAFETY: we hold `header` until `finish`, after `guards` is emptied.
-    let kept = unsafe { trace_into(header, &mut w.targets, &mut w.guards, &mut w.panic) };
-    let first = w.edges.len() as u32;
-    for k in 0..w.targets.len() {
-        let target = w.targets[k].cast::<Header>();
-        // SAFETY: the handle that reported `target` is pinned in place
-        // (locked cell or held object), so the header is alive.
-        let j = match unsafe { w.lookup(target) } {
-            Seen::Node(j) => j,
-            // A root not reached yet: the tree continues there.
-            Seen::Root(k) => match w.add_root(k) {
-                Some(j) => j,
-                None => continue,
-            },
-            // A minor collection does not enter old objects: the edge's
-            // handle stays an external reference of its target.
-            // SAFETY: as above, and we hold the collector lock.
-            Seen::New if minor && unsafe { target.as_ref().generation.is_old() } => continue,
-            // SAFETY: as above.
-            Seen::New => match unsafe { target.as_ref() }.hold() {
-                Some(word) => match w.add(target, word) {
-                    Some(j) => j,
-                    None => {
-                        // Graph full: not an edge we follow.
-                        // SAFETY: the hold we just took.
-                        unsafe { Header::dec_strong(target) };
-                        continue;
-                    }
-                },
-                None => continue, // doomed: a dead handle, not an edge
-            },
-        };
-        w.edges.push(j);
-        w.nodes[j as usize].trial -= 1;
-    }
-    let node = &mut w.nodes[i];
-    node.first = first;
-    node.kept = kept;
-}
-
-/// The fast path of validation: if no edge between candidate garbage nodes
-/// crosses from one pin window to another, every weakly connected component
-/// of the candidate garbage was traced within one window, with all of its
-/// cells locked from each member's trace to the window's close, t*: the
-/// trace is a snapshot of its edges at t*, so the trial count of zero of
-/// every member *is* the Σ-test of its component at t* (an edge into it
-/// from a live node would make it live; from another candidate, that
-/// candidate would be in the component; so every counted edge is a member's
-/// edge at t*). Then the Δ-test: CAS every member's word from its snapshot
-/// to `CLAIMED`; if all succeed, the counts held from each snapshot through
-/// t* to the claim, and everything is doomed. Returns `false`, having
-/// claimed nothing, if an edge crosses windows, a Δ-test failed or the
-/// snapshots (taken after `since`) were too old for it (`age.rs`): the
-/// caller then validates component by component.
-fn claim_pinned(w: &mut Work, since: Stamp) -> bool {
-    debug_assert!(w.doomed.is_empty());
-    // With one window (the usual case) no edge can cross.
-    if !w.windows.is_empty() && edge_crosses_windows(w) {
-        return false;
-    }
-    let mut claimed = true;
-    for (i, node) in w.nodes.iter().enumerate() {
-        if node.live {
-            continue;
-        }
-        if !claim(node) {
-            claimed = false;
-            break;
-        }
-        w.doomed.push(i as u32);
-    }
-    if !claimed {
-        unclaim(w, &w.doomed);
-        w.doomed.clear();
-        return false;
-    }
-    // After the last claim: every equal word proved an unchanged one.
-    if !since.fresh() {
-        unclaim(w, &w.doomed);
-        w.doomed.clear();
-        return false;
-    }
-    // Backwards: the claims just walked the members forwards, and step 5
-    // frees them forwards, so each pass starts on the headers the previous
-    // one touched last, still in the first-level cache (a collection's
-    // members usually outgrow it).
-    for &m in w.doomed.iter().rev() {
-        doom(&w.nodes[m as usize]);
-    }
-    true
-}
-
-/// The Δ-test of one member: its word is still its snapshot, and no
-/// `Weak::upgrade` can reach it from now on. Returns `false` if the word
-/// changed.
-///
-/// Usually a CAS from the snapshot `W` to `W | CLAIMED`: an upgrade before
-/// it changed the word (the CAS fails), one after it waits while `CLAIMED`
-/// is set. For a member with no `Weak` (an acquire load shows `weak == 1`:
-/// only the reference the strong side shares) a load of the word equal to
-/// `W` suffices, without an RMW:
-///
-/// - no upgrade can come later: a `Weak` is made from a strong handle or a
-///   `Weak`, and by the Σ-test no strong handle outside the members existed
-///   at t*, nor since (any clone, drop or upgrade changes the word, and the
-///   word is `W`); so no `Weak` can appear, and there is none now;
-/// - none came earlier unseen: a `Weak` dropped before our weak load
-///   released it (a `Release` RMW our `Acquire` load reads from), so its
-///   upgrades happen-before our word load, which would see their counter;
-/// - the value's last uses by mutators happen-before our hold's RMW (it
-///   acquired every release of the word), which wrote `W`: the CAS added no
-///   ordering the load lacks.
-///
-/// From then on no other thread writes the word, as after a successful CAS
-/// (`doom` stores into it). If another member fails, `fetch_and(!CLAIMED)`
-/// on this one changes nothing. Loom models `upgrade_against_doom`,
-/// `weak_release_against_collection` (planted bug found: the load path
-/// without the weak test, an upgrade between the load and the doom).
-fn claim(node: &Node) -> bool {
-    // SAFETY: held.
-    let header = unsafe { node.header.as_ref() };
-    if header.weak.load(Acquire) == 1 && header.word.load(Acquire) == node.word {
-        return true;
-    }
-    header
-        .word
-        .compare_exchange(node.word, node.word | CLAIMED, AcqRel, Acquire)
-        .is_ok()
-}
-
-/// Takes back the claims on `members` (their validation failed).
-fn unclaim(w: &Work, members: &[u32]) {
-    for &m in members {
-        // SAFETY: held.
-        unsafe { w.nodes[m as usize].header.as_ref() }
-            .word
-            .fetch_and(!CLAIMED, AcqRel);
-    }
-}
-
-/// Whether an edge between candidate garbage nodes crosses from one pin
-/// window to another (then some component spans windows, and its trace is
-/// no snapshot of one instant). Test
-/// `a_move_between_windows_is_caught_by_the_retrace`, loom model
-/// `move_between_cells_across_windows` (planted `false`: a component freed
-/// under an outside handle).
-fn edge_crosses_windows(w: &Work) -> bool {
-    (0..w.nodes.len()).filter(|&i| !w.nodes[i].live).any(|i| {
-        let window = w.window_of(i as u32);
-        w.edges_of(i).any(|k| {
-            let j = w.edges[k];
-            !w.nodes[j as usize].live && w.window_of(j) != window
-        })
-    })
-}
-
-/// Dooms a node whose Δ-test succeeded as part of a validated set: marks
-/// it dead, then sets `DOOMED` with a plain store.
-///
-/// A store suffices: from its successful CAS until its value is dropped, no
-/// other thread writes the word (there is no handle to clone or drop
-/// outside the validated set, `Weak::upgrade` only loads while `CLAIMED` is
-/// set, and only the collector-lock holder drains or holds), and no user
-/// code runs in between on this thread. Dead first: once the values drop,
-/// their destructors may reach each other's handles.
-fn doom(node: &Node) {
-    // SAFETY: held; validation proved that no other thread can reach the
-    // object (module docs), so nobody reads the flag concurrently.
-    let header = unsafe { node.header.as_ref() };
-    // SAFETY: as above.
-    unsafe { header.dead.set() };
-    header.word.store(node.word | CLAIMED | DOOMED, Release);
-}
-
-/// The slow path of validation: the weakly connected components of the
-/// candidate garbage (union-find, grouped without hashing), each validated
-/// on its own with a re-trace ([`validate`]); the members of the components
-/// that pass go to `w.doomed`, the others are buffered again.
-fn validate_components(w: &mut Work, since: Stamp) {
-    let n = w.nodes.len();
-    w.parent.extend(0..n as u32);
-
-    fn find(parent: &mut [u32], mut i: u32) -> u32 {
-        while parent[i as usize] != i {
-            parent[i as usize] = parent[parent[i as usize] as usize];
-            i = parent[i as usize];
-        }
-        i
-    }
-    for i in 0..n {
-        if w.nodes[i].live {
-            continue;
-        }
-        for k in w.edges_of(i) {
-            let j = w.edges[k];
-            if !w.nodes[j as usize].live {
-                let ri = find(&mut w.parent, i as u32);
-                let rj = find(&mut w.parent, j);
-                w.parent[ri as usize] = rj;
-            }
-        }
-    }
-    // Number the components (by root), count their members, then lay the
-    // members out grouped: `members[bounds[c]..bounds[c + 1]]`.
-    w.member_of.resize(n, NONE);
-    let mut components = 0u32;
-    for i in 0..n {
-        if w.nodes[i].live {
-            continue;
-        }
-        let root = find(&mut w.parent, i as u32) as usize;
-        if w.member_of[root] == NONE {
-            w.member_of[root] = components;
-            components += 1;
-        }
-        w.member_of[i] = w.member_of[root];
-    }
-    w.bounds.resize(components as usize + 1, 0);
-    for i in 0..n {
-        if !w.nodes[i].live {
-            w.bounds[w.member_of[i] as usize + 1] += 1;
-        }
-    }
-    for c in 0..components as usize {
-        w.bounds[c + 1] += w.bounds[c];
-    }
-    let garbage = w.bounds[components as usize] as usize;
-    w.members.resize(garbage, 0);
-    // `stack` is empty: reuse it as the fill cursor of each component.
-    w.stack.extend_from_slice(&w.bounds[..components as usize]);
-    for i in 0..n {
-        if !w.nodes[i].live {
-            let c = w.member_of[i] as usize;
-            w.members[w.stack[c] as usize] = i as u32;
-            w.stack[c] += 1;
-        }
-    }
-    w.stack.clear();
-    for c in 0..components {
-        let (a, b) = (
-            w.bounds[c as usize] as usize,
-            w.bounds[c as usize + 1] as usize,
-        );
-        if validate(w, a, b, c, since) {
-            w.doomed.extend_from_slice(&w.members[a..b]);
-        } else {
-            for &m in &w.members[a..b] {
-                rebuffer(w.nodes[m as usize].header);
-            }
-        }
-    }
-}
-
 /// Promotes a node found live (not kept opaque by a cell, count consistent)
 /// and, after a minor collection, queues it as an old root (in `old_roots`)
 /// if its trial count is positive. Returns 1 if it was young.
@@ -1552,6 +1059,7 @@ fn promote_node(node: &Node, minor: bool, old_roots: &mut Vec<Entry>) -> usize {
 
 /// Gives back the hold on a drained root that does not enter the graph,
 /// leaving it buffered for a later collection.
+#[inline]
 fn drop_root(header: NonNull<Header>) {
     // SAFETY: we hold it and the collector lock; a stale slot is harmless
     // (`lookup` checks the header), but this one must no longer name the root.
@@ -1562,190 +1070,10 @@ fn drop_root(header: NonNull<Header>) {
 }
 
 /// Buffers an object we hold again so a later collection retries it.
+#[inline]
 fn rebuffer(header: NonNull<Header>) {
     // SAFETY: we hold `header`.
     if unsafe { header.as_ref() }.rebuffer() {
         push_root_quietly(Entry(header));
-    }
-}
-
-/// Validates component `id` (members `w.members[a..b]`, their snapshots
-/// taken after `since`) and, on success, dooms it.
-///
-/// Snapshots too old to back the Δ-test (`age.rs`) are not used: the
-/// component is re-traced with all of its cells locked and each member
-/// claimed at once, its count checked at its claim ([`sigma_claim`]).
-fn validate(w: &mut Work, a: usize, b: usize, id: u32, since: Stamp) -> bool {
-    if since.fresh() {
-        // A component traced within one pin window needs no re-trace: its
-        // trace is its Σ-test at that window's close (see `claim_pinned`).
-        let window = w.window_of(w.members[a]);
-        let one_window = w.members[a..b].iter().all(|&m| w.window_of(m) == window);
-        if !one_window && !sigma_test(w, a, b, id) {
-            return false;
-        }
-        if !claim_all(w, a, b) {
-            return false;
-        }
-        if since.fresh() {
-            doom_all(w, a, b);
-            return true;
-        }
-        unclaim(w, &w.members[a..b]);
-    }
-    if !sigma_claim(w, a, b, id) {
-        return false;
-    }
-    doom_all(w, a, b);
-    // Only now are the cells unlocked: dropping a guard runs the lock's own
-    // code (a `TraceLock` is user code), which may clone a handle out of its
-    // cell or upgrade a `Weak` to a member. Before the doom, a clone's count
-    // was erased by `doom`'s plain store (a use after free once the
-    // component was freed), and an upgrade waited for ever on a claim only
-    // this thread could take back; after it, a clone is a dead handle that
-    // counts (as one a destructor keeps) and an upgrade fails. A panic of a
-    // guard's drop is kept and re-raised when the collection ends: unwinding
-    // from here would leave the doomed members undropped for ever. Tests
-    // `gc/tests/sync_guard_drop_during_claim.rs`, `sync_guard_drop_upgrade.rs`.
-    w.unlock();
-    true
-}
-
-/// The Σ- and Δ-tests of component `id` (members `w.members[a..b]`) without
-/// snapshots. A re-trace locks every cell of the component and counts each
-/// member's in-degree from the members; then, with every cell still locked,
-/// each member is claimed (its `TOUCHED` cleared in the same CAS), and its
-/// count at its claim must be that in-degree plus our hold; then every
-/// member's word must still be the one its claim wrote. Claims all, or none.
-///
-/// Once a member is claimed, `Weak::upgrade` waits, and every clone of one
-/// of its handles changes its word and marks it `TOUCHED` (in a `fetch_or`
-/// right after its `fetch_add`, whose count change shows until then: see
-/// `header.rs`). Its count at the claim left no handle outside the
-/// component, so a handle dropped after the claim was cloned after it, and
-/// that clone marked the word before returning the handle. So a member
-/// whose word is unchanged at the second pass had no clone or drop since
-/// its claim, whatever the counter did; then at any instant between the last claim
-/// and the first check, every member's count was its claim's: its
-/// in-degree plus the hold, with every cell locked. That is the Σ-test at
-/// one instant, and no handle to a member can be made after it (none
-/// outside; upgrades wait; the cells are locked until the claims are
-/// checked). One pass would not do: a thread that upgraded a member not
-/// yet claimed could clone through its immutable fields a handle to one
-/// already claimed, then drop its own before its member's claim (loom
-/// model `stale_clone_through_a_field`).
-///
-/// On success the cells stay locked (`w.guards`): the caller dooms the
-/// members, then releases them (a guard's `Drop` is user code, which must
-/// not find a member claimed). On failure they are unclaimed and released.
-fn sigma_claim(w: &mut Work, a: usize, b: usize, id: u32) -> bool {
-    // `trial` becomes minus each member's in-degree from the members.
-    for k in a..b {
-        let m = w.members[k] as usize;
-        w.nodes[m].trial = 0;
-    }
-    if !retrace(w, a, b, id) {
-        w.unlock();
-        return false;
-    }
-    let mut closed = true;
-    for k in a..b {
-        let node = &mut w.nodes[w.members[k] as usize];
-        // SAFETY: held.
-        let word = &unsafe { node.header.as_ref() }.word;
-        let mut old = word.load(Relaxed);
-        node.word = loop {
-            let new = (old | CLAIMED) & !TOUCHED;
-            match word.compare_exchange_weak(old, new, AcqRel, Relaxed) {
-                Ok(_) => break new,
-                Err(actual) => old = actual,
-            }
-        };
-        if count(old) as i64 != 1 - node.trial {
-            unclaim(w, &w.members[a..=k]);
-            closed = false;
-            break;
-        }
-    }
-    if closed {
-        let changed = w.members[a..b].iter().any(|&m| {
-            let node = &w.nodes[m as usize];
-            // SAFETY: held.
-            unsafe { node.header.as_ref() }.word.load(Acquire) != node.word
-        });
-        if changed {
-            unclaim(w, &w.members[a..b]);
-            closed = false;
-        }
-    }
-    // On success the cells stay locked until the caller has doomed the
-    // members (see `validate`): no user code between the check and the doom.
-    if !closed {
-        w.unlock();
-    }
-    closed
-}
-
-/// The Σ-test of component `id` (members `w.members[a..b]`) by a re-trace.
-fn sigma_test(w: &mut Work, a: usize, b: usize, id: u32) -> bool {
-    // Σ-test: all cells locked at once; every member's snapshot count must be
-    // its internal in-degree plus our hold. `trial` holds the remaining
-    // counts of this component's members.
-    for k in a..b {
-        let m = w.members[k] as usize;
-        w.nodes[m].trial = count(w.nodes[m].word) as i64 - 1;
-    }
-    let closed = retrace(w, a, b, id)
-        && w.members[a..b]
-            .iter()
-            .all(|&m| w.nodes[m as usize].trial == 0);
-    // t*: every cell of the component is locked right now.
-    w.unlock();
-    closed
-}
-
-/// Re-traces the members `w.members[a..b]` of component `id`, keeping
-/// their cells locked (in `w.guards`), and takes one from a member's
-/// `trial` for each edge to it from a member. `false` if a cell could not
-/// be locked (or a trace panicked).
-fn retrace(w: &mut Work, a: usize, b: usize, id: u32) -> bool {
-    for k in a..b {
-        let m = w.members[k] as usize;
-        w.targets.clear();
-        let header = w.nodes[m].header;
-        // SAFETY: `m` is held until `finish`, after `guards` is emptied.
-        if unsafe { trace_into(header, &mut w.targets, &mut w.guards, &mut w.panic) } {
-            return false;
-        }
-        for t in 0..w.targets.len() {
-            let target = w.targets[t].cast::<Header>();
-            // SAFETY: reported by a handle in a locked cell or held object.
-            if let Some(j) = unsafe { w.node_of(target) } {
-                if w.member_of[j as usize] == id {
-                    w.nodes[j as usize].trial -= 1;
-                }
-            }
-        }
-    }
-    true
-}
-
-/// The Δ-test of the members `w.members[a..b]`: claims them all, or none.
-fn claim_all(w: &mut Work, a: usize, b: usize) -> bool {
-    // Δ-test: no clone, drop, upgrade or buffering happened on any member
-    // since its snapshot, which covers t*.
-    for k in a..b {
-        if !claim(&w.nodes[w.members[k] as usize]) {
-            unclaim(w, &w.members[a..k]);
-            return false;
-        }
-    }
-    true
-}
-
-/// Dooms the claimed members `w.members[a..b]`.
-fn doom_all(w: &Work, a: usize, b: usize) {
-    for &m in &w.members[a..b] {
-        doom(&w.nodes[m as usize]);
     }
 }
