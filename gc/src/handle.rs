@@ -393,11 +393,10 @@ fn dead() -> ! {
 impl<T: Trace, const COLLECT: bool> WeakRef<T, COLLECT> {
     pub(crate) const fn new() -> Self {
         // SAFETY: `DANGLING` is not null; the pointer is never dereferenced.
-        WeakRef {
-            raw: unsafe {
-                NonNull::new_unchecked(core::ptr::null_mut::<u8>().wrapping_add(DANGLING).cast())
-            },
-        }
+        let raw = unsafe {
+            NonNull::new_unchecked(core::ptr::null_mut::<u8>().wrapping_add(DANGLING).cast())
+        };
+        WeakRef { raw }
     }
 }
 

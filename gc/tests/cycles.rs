@@ -282,7 +282,7 @@ fn a_panicking_trace_leaves_counts_and_roots_intact() {
     assert_eq!(recycler::stats().live, 2);
     // The roots were kept: once the trace behaves, the next collection frees
     // the cycle, together with new garbage.
-    // SAFETY (test): the cycle is still alive (weak_b upgrades).
+    // SAFETY: the cycle is still alive (weak_b upgrades).
     unsafe { &*b_ptr }.panic_in_trace.set(false);
     let c = Node::new();
     c.link(&c);
@@ -323,7 +323,7 @@ fn a_borrowed_cell_in_garbage_defers_the_cycle_to_a_later_collection() {
     b.link(&a);
     let edges: *const RefCell<Vec<Gc<Node>>> = &a.edges;
     drop((a, b));
-    // SAFETY (test): the cycle is alive until the second collection below.
+    // SAFETY: the cycle is alive until the second collection below.
     let borrow = unsafe { &*edges }.borrow_mut();
     recycler::collect();
     assert!(take_dropped().is_empty(), "nothing freed while borrowed");

@@ -259,8 +259,8 @@ fn dead_trait_object_handles_are_detected() {
     let g = group();
     link(&g, &k);
     let keeper: &Keeper = {
-        // SAFETY (test-only cast check): `k` was made from a `Keeper`.
         let p = Gc::as_ptr(&k) as *const Keeper;
+        // SAFETY: `k` was made from a `Keeper` and outlives the reference.
         unsafe { &*p }
     };
     *keeper.other.borrow_mut() = Some(g.clone());
@@ -469,6 +469,7 @@ fn handles_to_itself_dropped_inside_its_own_drop() {
     let inner = Gc::as_ptr(&b) as *const SelfRef;
     // SAFETY: as above.
     unsafe { &*inner }.strong.replace(Some(b.clone()));
+    // SAFETY: as above.
     unsafe { &*inner }.me.replace(Some(Gc::downgrade(&b)));
     drop(b);
     recycler::collect();

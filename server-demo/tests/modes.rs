@@ -148,10 +148,8 @@ fn load_refuses_more_connections_than_descriptors() {
     };
     // SAFETY: `getrlimit` writes an `rlimit` into the pointer, which points
     // to one.
-    assert_eq!(
-        unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) },
-        0
-    );
+    let rc = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) };
+    assert_eq!(rc, 0);
     if limit.rlim_max >= 100_064 {
         eprintln!(
             "hard limit {} fits 100,000 connections: nothing to check",

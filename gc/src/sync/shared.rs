@@ -58,8 +58,9 @@ macro_rules! shared_pointer {
                 let ptr = this.ptr;
                 core::mem::forget(this);
                 // SAFETY: we moved the count from one to zero: the value is ours.
-                let value =
-                    unsafe { core::mem::ManuallyDrop::take(&mut *(*ptr.as_ptr()).value.get()) };
+                let slot = unsafe { &mut *(*ptr.as_ptr()).value.get() };
+                // SAFETY: as above; the slot is not read again.
+                let value = unsafe { core::mem::ManuallyDrop::take(slot) };
                 // SAFETY: we performed the transition to zero (see `GraphSlot`).
                 let old_gen = unsafe { (*ptr.as_ptr()).header.generation.is_old() };
                 $crate::sync::state::count_freed_by_rc(old_gen);
