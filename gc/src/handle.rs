@@ -407,11 +407,6 @@ impl<T: ?Sized + Pointee, const COLLECT: bool> WeakRef<T, COLLECT> {
         (self.raw.as_ptr() as *const u8 as usize != DANGLING).then_some(self.raw)
     }
 
-    fn counts(&self) -> Option<&Counts> {
-        // SAFETY: a weak handle keeps the allocation live.
-        self.ptr().map(|p| unsafe { header::counts(p) })
-    }
-
     /// Whether the collector dropped the value (only candidates).
     fn is_dead(&self, ptr: NonNull<RcBox<T>>) -> bool {
         // SAFETY: a weak handle keeps the allocation live; only candidates'
@@ -440,12 +435,22 @@ impl<T: ?Sized + Pointee, const COLLECT: bool> WeakRef<T, COLLECT> {
         }
     }
 
+    /// As `std::rc::Weak::weak_count`: 0 once no strong handle remains,
+    /// dropped by counting or collected (`strong_count` is then 0, also
+    /// while a destructor keeps a dead handle).
     pub(crate) fn weak_count(&self) -> usize {
-        match self.counts() {
-            // Count the implicit reference only while strong handles exist.
-            Some(c) if c.strong() > 0 => c.weak() - 1,
-            Some(c) => c.weak(),
-            None => 0,
+        match self.ptr() {
+            Some(ptr) if !self.is_dead(ptr) => {
+                // SAFETY: a weak handle keeps the allocation live.
+                let c = unsafe { header::counts(ptr) };
+                // Less the strong side's implicit weak reference.
+                if c.strong() > 0 {
+                    c.weak() - 1
+                } else {
+                    0
+                }
+            }
+            _ => 0,
         }
     }
 

@@ -281,7 +281,9 @@ macro_rules! define_pointer {
                 self.inner.strong_count()
             }
 
-            /// The number of weak handles (0 for `Weak::new()`).
+            /// The number of weak handles, 0 once no strong handle remains
+            /// (the value dropped or collected, as `strong_count` says), as
+            /// `std::rc::Weak::weak_count`; 0 for `Weak::new()`.
             pub fn weak_count(&self) -> usize {
                 self.inner.weak_count()
             }

@@ -88,7 +88,7 @@ fn weak_upgrade_fails_after_collection_and_memory_outlives_it() {
     recycler::collect();
     assert!(weak.upgrade().is_none());
     assert_eq!(weak.strong_count(), 0);
-    assert_eq!(weak.weak_count(), 1);
+    assert_eq!(weak.weak_count(), 0);
     drop(weak);
 }
 
