@@ -275,8 +275,10 @@ impl GraphSlot {
 // lock, whose mutex orders the accesses of successive collectors.
 unsafe impl Sync for GraphSlot {}
 
-/// The object's generation: whether a collection found it live and promoted
-/// it (collector-private, like [`GraphSlot`]).
+/// The object's generation: young, young but found live once by a
+/// mutator's automatic minor collection (*survived*, see
+/// [`Generation::survive`]), or promoted to the old generation
+/// (collector-private, like [`GraphSlot`]).
 ///
 /// Only the thread holding the collector lock writes it, and only while it
 /// holds the object; allocation writes the initial value before the object
@@ -286,13 +288,18 @@ unsafe impl Sync for GraphSlot {}
 /// collector's write came before the release of its hold, which that
 /// transition acquires.
 pub(crate) struct Generation {
-    old: CollectorCell<bool>,
+    age: CollectorCell<u8>,
 }
+
+/// [`Generation`]'s states.
+const YOUNG: u8 = 0;
+const SURVIVED: u8 = 1;
+const OLD: u8 = 2;
 
 impl Generation {
     fn new() -> Self {
         Generation {
-            old: CollectorCell::new(false),
+            age: CollectorCell::new(YOUNG),
         }
     }
 
@@ -304,7 +311,7 @@ impl Generation {
     #[inline]
     pub(crate) unsafe fn is_old(&self) -> bool {
         // SAFETY: forwarded (no concurrent `promote`, see type docs).
-        unsafe { self.old.get() }
+        unsafe { self.age.get() == OLD }
     }
 
     /// Promotes the object to the old generation.
@@ -314,7 +321,23 @@ impl Generation {
     #[inline]
     pub(crate) unsafe fn promote(&self) {
         // SAFETY: forwarded (see type docs).
-        unsafe { self.old.set(true) }
+        unsafe { self.age.set(OLD) }
+    }
+
+    /// For a young object found live: whether it was found live before
+    /// (then it is due for promotion); if not, marks it so.
+    ///
+    /// # Safety
+    /// The caller holds the collector lock and a hold on the object.
+    #[inline]
+    pub(crate) unsafe fn survive(&self) -> bool {
+        // SAFETY: forwarded (see type docs).
+        unsafe {
+            debug_assert_ne!(self.age.get(), OLD);
+            let survived = self.age.get() == SURVIVED;
+            self.age.set(SURVIVED);
+            survived
+        }
     }
 }
 

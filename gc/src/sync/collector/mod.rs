@@ -67,10 +67,13 @@
 //!    edges); everything reachable from a node with a positive trial count,
 //!    a cell that could not be locked, or an inconsistent (negative) count is
 //!    live. The rest is the candidate garbage. The live nodes are promoted
-//!    (unless a Nim16 trigger asked for this collection); after a minor
-//!    collection, each live node with a positive trial count is buffered
-//!    again as an old root, because the reference that kept it may come from
-//!    an old member of its own garbage cycle (the cross-generation rule).
+//!    (unless a Nim16 trigger asked for this collection; a mutator's
+//!    automatic minor collection promotes a young node the second time it
+//!    finds it live, *aging*, see `promote_node`); after a minor
+//!    collection, each promoted node with a positive trial count is
+//!    buffered again as an old root, because the reference that kept it may
+//!    come from an old member of its own garbage cycle (the cross-generation
+//!    rule).
 //! 4. **Validate.** The Σ-test: at one instant t* with every member's
 //!    cells locked, each member's snapshot count is exactly its in-degree
 //!    from the members' cells (plus the hold); the Δ-test: CAS every
@@ -848,22 +851,32 @@ fn collect_locked(
     // Steps 2 to 6, in a minor collection `GROUP` roots' trees at a time (a
     // tree takes in the roots it reaches, whatever their group); a full one
     // judges all at once (step 1).
-    let (mut freed, mut traced, mut promoted, mut old_freed) = (0, 0, 0, 0);
+    let mut tally = Tally::default();
     let group = if minor { GROUP } else { usize::MAX };
+    let rule = if !promote {
+        Promotion::Never
+    } else if kind == Kind::Local {
+        Promotion::OnSecondSurvival
+    } else {
+        Promotion::Live
+    };
     let mut start = 0;
     while start < w.roots.len() {
         let end = w.roots.len().min(start.saturating_add(group));
-        let (f, t, p, o) = judge_group(global, w, minor, promote, start..end, since, dying);
-        freed += f;
-        traced += t;
-        promoted += p;
-        old_freed += o;
+        judge_group(global, w, minor, rule, start..end, since, dying, &mut tally);
         w.reset_group();
         timer.checkpoint();
         start = end;
     }
     w.roots.clear();
     let panic = w.panic.take();
+    let Tally {
+        freed,
+        traced,
+        promoted,
+        aged,
+        old_freed,
+    } = tally;
     global.freed_by_collector.fetch_add(freed as u64, Relaxed);
     if !minor {
         global.old_freed_by_collector.fetch_add(old_freed, Relaxed);
@@ -880,10 +893,15 @@ fn collect_locked(
         global.promoted_since_full.store(0, Relaxed);
         global.old_at_full.store(global.old_objects(), Relaxed);
     }
-    // The live objects traced for the first time are the wasted work the
-    // next collection must pay for (the old ones are amortised by the full
-    // trigger); without generations, every live object traced.
-    let wasted = if promote { promoted } else { traced - freed };
+    // The live objects traced for the first time (or the second, when they
+    // were aged the first) are the wasted work the next collection must pay
+    // for (the old ones are amortised by the full trigger); without
+    // generations, every live object traced.
+    let wasted = if promote {
+        promoted + aged
+    } else {
+        traced - freed
+    };
     global.last_live_traced.store(wasted as u64, Relaxed);
     // The trigger's interval follows the yield (not for Nim16, whose
     // threads keep their own rule).
@@ -895,17 +913,46 @@ fn collect_locked(
     (freed, traced, panic)
 }
 
+/// What a collection did, summed over its groups.
+#[derive(Default)]
+struct Tally {
+    freed: usize,
+    traced: usize,
+    /// Young objects promoted.
+    promoted: usize,
+    /// Young objects found live for the first time and left young (aging).
+    aged: usize,
+    /// Of `freed`, the old objects.
+    old_freed: u64,
+}
+
+/// Which live objects a collection promotes (step 3).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Promotion {
+    /// None: a `Nim16` thread's collection (Nim 1.6.12 had no generations).
+    Never,
+    /// Every young object found live: explicit collections and the
+    /// collector thread's.
+    Live,
+    /// A young object the second time a collection finds it live (*aging*):
+    /// a mutator's automatic minor collection, which leaves its newest roots
+    /// to ripen (see `promote_node`).
+    OnSecondSurvival,
+}
+
 /// Steps 2 to 6 of a collection for the trees of the drained roots in
-/// `group`. Returns `(freed, traced, promoted, old freed)`.
+/// `group`, adding what it did to `tally`.
+#[allow(clippy::too_many_arguments)]
 fn judge_group(
     global: &Global,
     w: &mut Work,
     minor: bool,
-    promote: bool,
+    rule: Promotion,
     group: core::ops::Range<usize>,
     since: Stamp,
     dying: &mut Vec<NonNull<Header>>,
-) -> (usize, usize, usize, u64) {
+    tally: &mut Tally,
+) {
     // 2. Trace root by root (each root's tree at once), holding every target
     //    before the source's cells unlock. The cells stay locked (pinned)
     //    until the current *window* closes: when the guards exceed
@@ -944,7 +991,7 @@ fn judge_group(
     debug_assert_eq!(next, w.nodes.len());
     // t* of the last window.
     w.unlock();
-    let traced = w.nodes.len();
+    tally.traced += w.nodes.len();
 
     // 3. Trial deletion on private counts. The live nodes are listed in
     //    `w.live` (the marking's work list, kept: step 6 releases them) and
@@ -952,7 +999,6 @@ fn judge_group(
     //    work differs from a separate promotion pass: the same nodes are
     //    live, promoted and queued as old roots, all before validation, and
     //    generations are private to the collector-lock holder.
-    let mut promoted = 0;
     // Through the fields, so that the passes iterate slices: indexing
     // through `w` re-checked bounds at every step (a push may reallocate
     // another of its vectors, as far as the compiler knows).
@@ -972,8 +1018,8 @@ fn judge_group(
                 // while it changed: not known to be live, so look again
                 // next time.
                 rebuffer(node.header);
-            } else if promote {
-                promoted += promote_node(node, minor, old_roots);
+            } else {
+                promote_node(node, minor, rule, old_roots, tally);
             }
         }
     }
@@ -987,9 +1033,7 @@ fn judge_group(
                 live.push(j);
                 // Marked from a live node, not by its own count: `trial`
                 // is zero and `kept` clear (else the loop above marked it).
-                if promote {
-                    promoted += promote_node(node, minor, old_roots);
-                }
+                promote_node(node, minor, rule, old_roots, tally);
             }
         }
     }
@@ -1006,15 +1050,14 @@ fn judge_group(
     // 5. Free the doomed (marked dead by `doom`): their holds go to `dying`,
     //    whose values `run_locked` drops after the lock is released (see
     //    `Dying::free`). Counted here, where generations may be read.
-    let mut old_freed = 0;
     for &m in &w.doomed {
         let node = &mut w.nodes[m as usize];
         // SAFETY: held; collector lock held.
-        old_freed += u64::from(unsafe { node.header.as_ref().generation.is_old() });
+        tally.old_freed += u64::from(unsafe { node.header.as_ref().generation.is_old() });
         node.released = true;
         dying.push(node.header);
     }
-    let freed = w.doomed.len();
+    tally.freed += w.doomed.len();
 
     // 6. Everything else: after the fast path, exactly the live nodes (every
     //    other node was doomed and released in step 5); after the slow path,
@@ -1027,12 +1070,12 @@ fn judge_group(
     } else {
         w.nodes.iter_mut().for_each(release);
     }
-    (freed, traced, promoted, old_freed)
 }
 
-/// Promotes a node found live (not kept opaque by a cell, count consistent)
-/// and, after a minor collection, queues it as an old root (in `old_roots`)
-/// if its trial count is positive. Returns 1 if it was young.
+/// Step 3 for a node found live (not kept opaque by a cell, count
+/// consistent), under `rule`: promotes it if it is young and, after a
+/// minor collection, queues it as an old root (in `old_roots`) if its trial
+/// count is positive; or, aging, leaves it young the first time.
 ///
 /// The cross-generation rule: a minor collection sees a reference from an
 /// old object as external, so a positive trial count does not prove the
@@ -1040,21 +1083,51 @@ fn judge_group(
 /// next full collection judges it (without the rule, a garbage cycle through
 /// both generations whose only buffered member was young would leave every
 /// buffer and leak for ever).
-fn promote_node(node: &Node, minor: bool, old_roots: &mut Vec<Entry>) -> usize {
+///
+/// Aging: a mutator's automatic minor collection leaves its newest roots to
+/// ripen, and that boundary usually cuts through some piece of work (a
+/// request's objects): the drained part is found live through the edges of
+/// the ripening part, which the trace never entered (edges are followed
+/// forwards only). Promoted, the drained part would be old garbage a moment
+/// later, and, worse, its edges would then keep the rest of its work
+/// alive in every minor collection (nepotism), until a full collection. So
+/// such a collection promotes a young object only the second time it finds
+/// it live; the first time it marks it, and buffers it again if its trial
+/// count is positive (the cross-generation rule's case, a young root now:
+/// the next minor collection judges it, with the rest of its work, and
+/// promotes it if it is still live, with the rule).
+fn promote_node(
+    node: &Node,
+    minor: bool,
+    rule: Promotion,
+    old_roots: &mut Vec<Entry>,
+    tally: &mut Tally,
+) {
     debug_assert!(node.live && !node.kept && node.trial >= 0);
     // SAFETY: held; collector lock held.
     let header = unsafe { node.header.as_ref() };
-    let mut promoted = 0;
     // SAFETY: as above.
-    if !unsafe { header.generation.is_old() } {
+    let young = !unsafe { header.generation.is_old() };
+    match rule {
+        Promotion::Never => return,
+        // SAFETY: as above.
+        Promotion::OnSecondSurvival if young && !unsafe { header.generation.survive() } => {
+            tally.aged += 1;
+            if node.trial > 0 {
+                rebuffer(node.header);
+            }
+            return;
+        }
+        Promotion::Live | Promotion::OnSecondSurvival => {}
+    }
+    if young {
         // SAFETY: as above.
         unsafe { header.generation.promote() };
-        promoted = 1;
+        tally.promoted += 1;
     }
     if minor && node.trial > 0 && header.rebuffer() {
         old_roots.push(Entry(node.header));
     }
-    promoted
 }
 
 /// Gives back the hold on a drained root that does not enter the graph,
