@@ -279,7 +279,8 @@
 //! Collections are triggered per thread, by the thread that buffers a root,
 //! according to its [`Policy`]: `Adaptive` collects when the roots this thread
 //! buffered since a collection last took its buffer reach the number of
-//! objects the last collection traced, found *live* and promoted — the work
+//! objects the last collection traced, found *live* and promoted (or aged,
+//! see *Generations*) — the work
 //! it wasted, as the single-threaded collector's young threshold, up to
 //! 4096 (a minor collection never traces an old object again, so a large
 //! one-off promotion, a hub built at start, is not wasted twice) — and at
@@ -653,8 +654,9 @@ pub fn collect() {
 }
 
 /// Runs one minor collection now: from the young roots only, never entering
-/// old objects (see *Generations* in the module docs). Returns at once if
-/// another thread is collecting. Cycles that involve old objects wait for a
+/// old objects (see *Generations* in the module docs); it takes every root
+/// and promotes every young object it finds live (no ripening, no aging).
+/// Returns at once if another thread is collecting. Cycles that involve old objects wait for a
 /// full collection ([`collect`], or the Adaptive trigger).
 pub fn collect_minor() {
     collector::try_collect(collector::Kind::Minor);
