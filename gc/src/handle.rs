@@ -440,16 +440,9 @@ impl<T: ?Sized + Pointee, const COLLECT: bool> WeakRef<T, COLLECT> {
     /// while a destructor keeps a dead handle).
     pub(crate) fn weak_count(&self) -> usize {
         match self.ptr() {
-            Some(ptr) if !self.is_dead(ptr) => {
-                // SAFETY: a weak handle keeps the allocation live.
-                let c = unsafe { header::counts(ptr) };
-                // Less the strong side's implicit weak reference.
-                if c.strong() > 0 {
-                    c.weak() - 1
-                } else {
-                    0
-                }
-            }
+            // Less the strong side's implicit weak reference.
+            // SAFETY: a weak handle keeps the allocation live.
+            Some(ptr) if self.strong_count() > 0 => unsafe { header::counts(ptr) }.weak() - 1,
             _ => 0,
         }
     }

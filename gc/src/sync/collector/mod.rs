@@ -247,6 +247,21 @@ pub(crate) enum Kind {
 }
 
 impl Kind {
+    /// Whether it starts from the young roots only and never enters an old
+    /// object.
+    fn is_minor(self) -> bool {
+        matches!(self, Kind::Minor | Kind::Local)
+    }
+
+    /// Which live objects this collection promotes (step 3).
+    fn promotion(self) -> Promotion {
+        match self {
+            Kind::Full { promote: false } => Promotion::Never,
+            Kind::Local => Promotion::OnSecondSurvival,
+            Kind::Minor | Kind::Full { promote: true } => Promotion::Live,
+        }
+    }
+
     /// The full collection the calling thread's policy runs on `collect`.
     pub(crate) fn full_for_this_thread() -> Kind {
         Kind::Full {
@@ -812,8 +827,8 @@ fn collect_locked(
     dying: &mut Vec<NonNull<Header>>,
     timer: &mut LazyPauseTimer,
 ) -> (usize, usize, Panic) {
-    let minor = matches!(kind, Kind::Minor | Kind::Local);
-    let promote = kind != Kind::Full { promote: false };
+    let minor = kind.is_minor();
+    let promote = kind.promotion() != Promotion::Never;
 
     // 1. Drain (a minor collection leaves the old objects' entries alone).
     //    Every snapshot is taken after `since`, which bounds its age.
@@ -853,17 +868,10 @@ fn collect_locked(
     // judges all at once (step 1).
     let mut tally = Tally::default();
     let group = if minor { GROUP } else { usize::MAX };
-    let rule = if !promote {
-        Promotion::Never
-    } else if kind == Kind::Local {
-        Promotion::OnSecondSurvival
-    } else {
-        Promotion::Live
-    };
     let mut start = 0;
     while start < w.roots.len() {
         let end = w.roots.len().min(start.saturating_add(group));
-        judge_group(global, w, minor, rule, start..end, since, dying, &mut tally);
+        judge_group(global, w, kind, start..end, since, dying, &mut tally);
         w.reset_group();
         timer.checkpoint();
         start = end;
@@ -942,17 +950,16 @@ enum Promotion {
 
 /// Steps 2 to 6 of a collection for the trees of the drained roots in
 /// `group`, adding what it did to `tally`.
-#[allow(clippy::too_many_arguments)]
 fn judge_group(
     global: &Global,
     w: &mut Work,
-    minor: bool,
-    rule: Promotion,
+    kind: Kind,
     group: core::ops::Range<usize>,
     since: Stamp,
     dying: &mut Vec<NonNull<Header>>,
     tally: &mut Tally,
 ) {
+    let (minor, rule) = (kind.is_minor(), kind.promotion());
     // 2. Trace root by root (each root's tree at once), holding every target
     //    before the source's cells unlock. The cells stay locked (pinned)
     //    until the current *window* closes: when the guards exceed
