@@ -82,6 +82,11 @@ pub struct AbArgs {
     /// Load-generator threads.
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..=256))]
     pub load_threads: u16,
+    /// Pace the load at this many requests per second on both servers (as
+    /// `load --rate`), below what the slower one can serve, so that both
+    /// share the CPUs with the same client [default: closed loop].
+    #[arg(long, value_parser = load::parse_rate)]
+    pub rate: Option<f64>,
     /// One slice of load, e.g. 2s.
     #[arg(long, default_value = "2s", value_parser = crate::parse_positive_duration)]
     pub slice: Duration,
@@ -115,6 +120,10 @@ pub struct Side {
     pub exe: Option<PathBuf>,
     /// Median of the slices' CPU per request, µs.
     pub cpu_us_per_request: f64,
+    /// Median of the slices' user-space CPU per request, µs (the rest of
+    /// `cpu_us_per_request` is the kernel's).
+    #[serde(default)]
+    pub user_us_per_request: f64,
     /// Median of the slices' req/s.
     pub rps: f64,
     /// Median of the slices' p99 latency, ms.
@@ -134,6 +143,9 @@ pub struct Side {
 pub struct Slice {
     /// Server CPU seconds during the slice.
     pub cpu_s: f64,
+    /// The user-space part of `cpu_s`.
+    #[serde(default)]
+    pub user_cpu_s: f64,
     /// Requests the server answered during the slice.
     pub requests: u64,
     /// Collector CPU seconds during the slice.
@@ -154,6 +166,21 @@ impl Slice {
         } else {
             self.cpu_s * 1e6 / self.requests as f64
         }
+    }
+
+    /// Server CPU in user space per request, µs (0 if nothing was answered).
+    pub fn user_us_per_request(&self) -> f64 {
+        self.split_per_request().0
+    }
+
+    /// Server CPU per request, µs, split into (user, system).
+    pub fn split_per_request(&self) -> (f64, f64) {
+        if self.requests == 0 {
+            return (0.0, 0.0);
+        }
+        let user = self.user_cpu_s.clamp(0.0, self.cpu_s);
+        let per = |s: f64| s * 1e6 / self.requests as f64;
+        (per(user), per(self.cpu_s - user))
     }
 }
 
@@ -187,6 +214,14 @@ pub struct Verdict {
     /// Two-sided sign test: the probability of a split at least this uneven
     /// if B and A cost the same.
     pub sign_test_p: f64,
+    /// Median over pairs of B's user-space CPU per request / A's: where the
+    /// CPU ratio comes from, the server's own code or the kernel's work for
+    /// it (`system_cpu_ratio`).
+    #[serde(default)]
+    pub user_cpu_ratio: f64,
+    /// Median over pairs of B's system CPU per request / A's.
+    #[serde(default)]
+    pub system_cpu_ratio: f64,
     /// Median over pairs of B's req/s / A's.
     pub rps_ratio: f64,
     /// Median over pairs of B's p99 / A's.
@@ -210,6 +245,9 @@ pub struct AbResults {
     pub runtime: Runtime,
     /// Load-generator connections.
     pub connections: u32,
+    /// The paced load's requests per second (none: closed loop).
+    #[serde(default)]
+    pub rate: Option<f64>,
     /// Seconds per slice.
     pub slice_s: f64,
     /// A.
@@ -248,10 +286,17 @@ impl Server {
     /// Loads the server for `duration` and measures it.
     fn slice(&self, args: &AbArgs, duration: Duration) -> anyhow::Result<Slice> {
         let before = get_stats(self.child.addr)?;
-        let report = load::load(&self.target, args.connections, args.load_threads, duration)?;
+        let report = load::load(
+            &self.target,
+            args.connections,
+            args.load_threads,
+            args.rate,
+            duration,
+        )?;
         let after = get_stats(self.child.addr)?;
         Ok(Slice {
             cpu_s: (after.cpu_s - before.cpu_s).max(0.0),
+            user_cpu_s: (after.user_cpu_s - before.user_cpu_s).max(0.0),
             requests: after.total.requests.saturating_sub(before.total.requests),
             collector_cpu_s: (after.total.total_pause_cpu_s - before.total.total_pause_cpu_s)
                 .max(0.0),
@@ -300,7 +345,7 @@ pub fn run(args: &AbArgs) -> anyhow::Result<()> {
     let (va, vb) = (variant(args.a), variant(args.b));
     let label = |v: Variant, exe: &Option<PathBuf>| server_label(&v.label(), exe);
     eprintln!(
-        "ab: A = {}, B = {} on {} CPUs ({}); server {} threads, load {} connections on {} threads; {} pairs of {:?} slices after {:?} warm-up each; RLIMIT_NOFILE {}",
+        "ab: A = {}, B = {} on {} CPUs ({}); server {} threads, load {} connections on {} threads{}; {} pairs of {:?} slices after {:?} warm-up each; RLIMIT_NOFILE {}",
         label(va, &args.a_exe),
         label(vb, &args.b_exe),
         machine.cpus,
@@ -308,6 +353,8 @@ pub fn run(args: &AbArgs) -> anyhow::Result<()> {
         args.threads,
         args.connections,
         args.load_threads,
+        args.rate
+            .map_or_else(String::new, |r| format!(" at {r:.0} req/s")),
         args.pairs,
         args.slice,
         args.warmup,
@@ -344,6 +391,7 @@ pub fn run(args: &AbArgs) -> anyhow::Result<()> {
         machine,
         runtime: args.runtime,
         connections: args.connections,
+        rate: args.rate,
         slice_s: args.slice.as_secs_f64(),
         a: side("A", va, &args.a_exe, pairs.iter().map(|p| p.a), a_rss),
         b: side("B", vb, &args.b_exe, pairs.iter().map(|p| p.b), b_rss),
@@ -415,6 +463,7 @@ fn side(
         label: variant.label(),
         exe: exe.clone(),
         cpu_us_per_request: median(slices.iter().map(Slice::cpu_us_per_request).collect()),
+        user_us_per_request: median(slices.iter().map(Slice::user_us_per_request).collect()),
         rps: median(slices.iter().map(|s| s.rps).collect()),
         p99_ms: median(slices.iter().map(|s| s.p99_ms).collect()),
         collector_share: if cpu > 0.0 {
@@ -482,6 +531,8 @@ pub fn verdict(pairs: &[Pair]) -> Verdict {
         confidence: v.confidence,
         b_cheaper: v.b_lower,
         sign_test_p: v.sign_test_p,
+        user_cpu_ratio: ratio(|p| (p.b.split_per_request().0, p.a.split_per_request().0)),
+        system_cpu_ratio: ratio(|p| (p.b.split_per_request().1, p.a.split_per_request().1)),
         rps_ratio: ratio(|p| (p.b.rps, p.a.rps)),
         p99_ratio: ratio(|p| (p.b.p99_ms, p.a.p99_ms)),
         round_cpu_ratios,
@@ -492,19 +543,28 @@ pub fn verdict(pairs: &[Pair]) -> Verdict {
 /// The summary table.
 pub fn render(r: &AbResults) -> String {
     let v = &r.verdict;
-    let mut out = format!(
-        "{} CPUs ({}); {}; {} connections; {} pairs of {:.1}-s slices, alternating AB / BA\n\n",
-        r.machine.cpus, r.machine.cpu_model, r.runtime, r.connections, v.pairs, r.slice_s
+    let mut out =
+        format!(
+        "{} CPUs ({}); {}; {} connections{}; {} pairs of {:.1}-s slices, alternating AB / BA\n\n",
+        r.machine.cpus,
+        r.machine.cpu_model,
+        r.runtime,
+        r.connections,
+        r.rate
+            .map_or_else(|| " (closed loop)".to_owned(), |q| format!(" paced at {q:.0} req/s")),
+        v.pairs,
+        r.slice_s
     );
-    out.push_str("| side | server | CPU/request | req/s | p99 | collector CPU | peak RSS | RSS at end | failures |\n");
-    out.push_str("|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
+    out.push_str("| side | server | CPU/request | of which user | req/s | p99 | collector CPU | peak RSS | RSS at end | failures |\n");
+    out.push_str("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for s in [&r.a, &r.b] {
         let server = server_label(&s.label, &s.exe);
         out.push_str(&format!(
-            "| {} | {} | {:.2} µs | {:.0} | {:.2} ms | {:.1} % | {:.1} MiB | {:.1} MiB | {} |\n",
+            "| {} | {} | {:.2} µs | {:.2} µs | {:.0} | {:.2} ms | {:.1} % | {:.1} MiB | {:.1} MiB | {} |\n",
             s.name,
             server,
             s.cpu_us_per_request,
+            s.user_us_per_request,
             s.rps,
             s.p99_ms,
             s.collector_share * 100.0,
@@ -521,6 +581,12 @@ pub fn render(r: &AbResults) -> String {
         "\nB/A, medians over pairs: CPU per request {:.3}× ({ci}); B cheaper in {} of {} pairs (sign test p = {:.3}); req/s {:.3}×; p99 {:.3}×",
         v.cpu_ratio, v.b_cheaper, v.pairs, v.sign_test_p, v.rps_ratio, v.p99_ratio
     ));
+    if v.user_cpu_ratio > 0.0 {
+        out.push_str(&format!(
+            "\nCPU per request in user space {:.3}×, in the kernel {:.3}× (medians over pairs)",
+            v.user_cpu_ratio, v.system_cpu_ratio
+        ));
+    }
     if v.round_cpu_ratios.len() > 1 {
         let rounds: Vec<String> = v
             .round_cpu_ratios
@@ -550,6 +616,7 @@ mod tests {
     fn slice(cpu_s: f64, requests: u64, rps: f64) -> Slice {
         Slice {
             cpu_s,
+            user_cpu_s: cpu_s / 2.0,
             requests,
             collector_cpu_s: 0.0,
             rps,
@@ -591,5 +658,48 @@ mod tests {
         assert!(v.round_cpu_ratios.iter().all(|r| (r - 1.1).abs() < 1e-9));
         // Two rounds are too few for an interval across rounds.
         assert_eq!(v.round_cpu_ratio_ci, None);
+    }
+
+    #[test]
+    fn the_verdict_splits_the_cpu_ratio_into_user_and_kernel_time() {
+        // A: 6 µs user + 4 µs kernel per request; B: 7.5 + 4.4.
+        let with_user = |cpu_s: f64, user_cpu_s: f64| Slice {
+            user_cpu_s,
+            ..slice(cpu_s, 1_000_000, 100.0)
+        };
+        let pairs: Vec<Pair> = (0..6)
+            .map(|i| Pair {
+                round: 0,
+                b_first: i % 2 == 1,
+                a: with_user(10.0, 6.0),
+                b: with_user(11.9, 7.5),
+            })
+            .collect();
+        let v = verdict(&pairs);
+        assert!((v.cpu_ratio - 1.19).abs() < 1e-9);
+        assert!((v.user_cpu_ratio - 1.25).abs() < 1e-9);
+        assert!((v.system_cpu_ratio - 1.1).abs() < 1e-9);
+        let (user, system) = pairs[0].b.split_per_request();
+        assert!((user - 7.5).abs() < 1e-9 && (system - 4.4).abs() < 1e-9);
+        // A results file of an older build has no user time: the split is
+        // then zero, not a ratio of garbage.
+        let old = Slice {
+            user_cpu_s: 0.0,
+            ..pairs[0].a
+        };
+        assert_eq!(old.user_us_per_request(), 0.0);
+        let variant = Variant::new(Runtime::WorkStealing, Mode::Orc, Defects::default());
+        assert!(render(&AbResults {
+            machine: machine(),
+            runtime: Runtime::WorkStealing,
+            connections: 1,
+            rate: None,
+            slice_s: 0.5,
+            a: side("A", variant, &None, pairs.iter().map(|p| p.a), (0, 0)),
+            b: side("B", variant, &None, pairs.iter().map(|p| p.b), (0, 0)),
+            verdict: v,
+            pair_slices: pairs,
+        })
+        .contains("in user space 1.250×, in the kernel 1.100×"));
     }
 }

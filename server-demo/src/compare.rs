@@ -508,12 +508,12 @@ fn run_one(variant: Variant, round: u32, args: &CompareArgs) -> anyhow::Result<R
     let target = Target::parse(&url)?;
     if !args.warmup.is_zero() {
         eprint!("warm-up… ");
-        load::load(&target, connections, args.load_threads, args.warmup)?;
+        load::load(&target, connections, args.load_threads, None, args.warmup)?;
     }
     let stats_before = get_stats(child.addr)?;
     eprint!("load… ");
     let started = Instant::now();
-    let report = load::load(&target, connections, args.load_threads, duration)?;
+    let report = load::load(&target, connections, args.load_threads, None, duration)?;
     let stats_after = get_stats(child.addr)?;
     let samples = sampler.finish();
     child.stop();

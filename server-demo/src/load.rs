@@ -7,6 +7,17 @@
 //! A connection that fails is counted as an error and reopened. At the
 //! deadline every connection stops; a request cut short by the deadline is
 //! neither a response nor an error.
+//!
+//! With a *rate* (`--rate`), each connection instead sends on a schedule,
+//! one request every `connections / rate` seconds (the connections offset
+//! evenly), still one in flight at a time: a connection that falls behind
+//! sends at once and restarts its schedule from then, so the load never
+//! exceeds the rate and a server that keeps up serves exactly it. Closed
+//! loop, a server saturates and shares the CPUs with its client in a
+//! proportion that depends on its own speed (on a 2-vCPU loopback, a slower
+//! server leaves the client idle, and pays for waking it at every
+//! response); at one rate both servers of a comparison see the same client.
+//! Latencies are measured from the send, not from the scheduled time.
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -38,6 +49,10 @@ pub struct LoadArgs {
     /// Load-generator threads.
     #[arg(long, short = 't', default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..=256))]
     pub threads: u16,
+    /// Send at most this many requests per second in all, on a schedule
+    /// (default: closed loop, as fast as the server answers).
+    #[arg(long, value_parser = parse_rate)]
+    pub rate: Option<f64>,
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
@@ -233,7 +248,13 @@ pub fn run(args: &LoadArgs) -> anyhow::Result<()> {
         "loading {} with {} connections on {} threads for {:?}",
         args.url, args.connections, args.threads, args.duration
     );
-    let report = load(&target, args.connections, args.threads, args.duration)?;
+    let report = load(
+        &target,
+        args.connections,
+        args.threads,
+        args.rate,
+        args.duration,
+    )?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
@@ -242,26 +263,59 @@ pub fn run(args: &LoadArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Loads `target` and returns the report (blocks for `duration`).
+/// Parses `--rate`: requests per second, positive and finite.
+pub fn parse_rate(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(r) if r.is_finite() && r > 0.0 => Ok(r),
+        _ => Err(format!(
+            "`{s}` is not a rate: give requests per second, a positive number"
+        )),
+    }
+}
+
+/// When one connection sends: every `every`, from `first`.
+#[derive(Clone, Copy, Debug)]
+struct Schedule {
+    first: Instant,
+    every: Duration,
+}
+
+/// Loads `target` and returns the report (blocks for `duration`): closed
+/// loop, or paced at `rate` requests per second in all.
 pub fn load(
     target: &Target,
     connections: u32,
     threads: u16,
+    rate: Option<f64>,
     duration: Duration,
 ) -> anyhow::Result<LoadReport> {
     let threads = threads.clamp(1, u16::try_from(connections).unwrap_or(u16::MAX));
     let start = Instant::now();
     let deadline = start + duration;
+    // Connection `i` of `connections` starts `i / connections` of an
+    // interval late, so that the sends spread evenly over time.
+    let every = rate.map(|r| Duration::from_secs_f64(f64::from(connections) / r));
+    let schedule = move |i: u32| {
+        every.map(|every| Schedule {
+            first: start + every.mul_f64(f64::from(i) / f64::from(connections)),
+            every,
+        })
+    };
+    let mut first_of_thread = 0;
     let mut handles = Vec::new();
     for t in 0..threads {
         // Spread the connections as evenly as possible.
         let mine = connections / u32::from(threads)
             + u32::from(u32::from(t) < connections % u32::from(threads));
         let target = target.clone();
+        let schedules: Vec<Option<Schedule>> = (first_of_thread..first_of_thread + mine)
+            .map(|i| schedule(i))
+            .collect();
+        first_of_thread += mine;
         handles.push(
             std::thread::Builder::new()
                 .name(format!("load-{t}"))
-                .spawn(move || load_thread(target, mine, deadline))
+                .spawn(move || load_thread(target, schedules, deadline))
                 .context("cannot start a load thread")?,
         );
     }
@@ -308,7 +362,11 @@ pub fn load(
     })
 }
 
-fn load_thread(target: Target, connections: u32, deadline: Instant) -> anyhow::Result<Tally> {
+fn load_thread(
+    target: Target,
+    schedules: Vec<Option<Schedule>>,
+    deadline: Instant,
+) -> anyhow::Result<Tally> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
@@ -317,10 +375,11 @@ fn load_thread(target: Target, connections: u32, deadline: Instant) -> anyhow::R
     let target = Rc::new(target);
     local.block_on(&runtime, async {
         let mut tasks = Vec::new();
-        for _ in 0..connections {
+        for schedule in schedules {
             tasks.push(tokio::task::spawn_local(connection(
                 target.clone(),
                 tally.clone(),
+                schedule,
                 deadline,
             )));
         }
@@ -334,11 +393,19 @@ fn load_thread(target: Target, connections: u32, deadline: Instant) -> anyhow::R
         .into_inner())
 }
 
-/// One closed-loop connection, reopened after errors, until `deadline`.
-async fn connection(target: Rc<Target>, tally: Rc<RefCell<Tally>>, deadline: Instant) {
+/// One connection (closed loop, or on `schedule`), reopened after errors,
+/// until `deadline`.
+async fn connection(
+    target: Rc<Target>,
+    tally: Rc<RefCell<Tally>>,
+    schedule: Option<Schedule>,
+    deadline: Instant,
+) {
     let deadline = tokio::time::Instant::from_std(deadline);
+    let mut next = schedule.map(|s| tokio::time::Instant::from_std(s.first));
     while tokio::time::Instant::now() < deadline {
-        match tokio::time::timeout_at(deadline, session(&target, &tally)).await {
+        let session = session(&target, &tally, schedule.map(|s| s.every), &mut next);
+        match tokio::time::timeout_at(deadline, session).await {
             Ok(Ok(())) | Err(_) => {}
             Ok(Err(e)) => {
                 tally.borrow_mut().error(e);
@@ -350,8 +417,15 @@ async fn connection(target: Rc<Target>, tally: Rc<RefCell<Tally>>, deadline: Ins
     }
 }
 
-/// Opens a connection and sends requests on it until an error.
-async fn session(target: &Target, tally: &RefCell<Tally>) -> anyhow::Result<()> {
+/// Opens a connection and sends requests on it until an error: each as soon
+/// as the previous response is read, or, with a pace, at `next` (then
+/// `every` later, or from now if the connection fell behind by more).
+async fn session(
+    target: &Target,
+    tally: &RefCell<Tally>,
+    every: Option<Duration>,
+    next: &mut Option<tokio::time::Instant>,
+) -> anyhow::Result<()> {
     let stream = tokio::net::TcpStream::connect(target.addr)
         .await
         .with_context(|| format!("connect {}", target.addr))?;
@@ -366,6 +440,11 @@ async fn session(target: &Target, tally: &RefCell<Tally>) -> anyhow::Result<()> 
             .header(hyper::header::HOST, target.host.as_str())
             .body(Empty::new())?;
         sender.ready().await?;
+        if let (Some(every), Some(at)) = (every, next.as_mut()) {
+            tokio::time::sleep_until(*at).await;
+            let now = tokio::time::Instant::now();
+            *at = if now > *at + every { now } else { *at } + every;
+        }
         let sent = Instant::now();
         let response = sender.send_request(request).await?;
         let status = response.status().as_u16();
@@ -394,5 +473,14 @@ mod tests {
         assert!(Target::parse("https://127.0.0.1/").is_err());
         assert!(Target::parse("127.0.0.1:80").is_err());
         assert!(Target::parse("http://").is_err());
+    }
+
+    #[test]
+    fn parses_rates() {
+        assert_eq!(parse_rate("50000"), Ok(50_000.0));
+        assert_eq!(parse_rate("2.5e4"), Ok(25_000.0));
+        for bad in ["0", "-1", "inf", "NaN", "fast", ""] {
+            assert!(parse_rate(bad).is_err(), "{bad}");
+        }
     }
 }

@@ -369,6 +369,7 @@ async fn respond<F: Family>(
 async fn stats_body<F: Family>(worker: &Worker<F>) -> String {
     let shared = &worker.shared;
     let threads = stats::gather(&shared.peers, Duration::from_secs(1)).await;
+    let cpu = crate::sys::process_cpu_times().unwrap_or_default();
     let s = ServerStats {
         mode: shared.mode,
         runtime: Runtime::PerThread,
@@ -379,7 +380,8 @@ async fn stats_body<F: Family>(worker: &Worker<F>) -> String {
         total: ThreadStats::sum(&threads),
         threads,
         rss_bytes: crate::procfs::rss_bytes(None).unwrap_or(0),
-        cpu_s: crate::sys::process_cpu_time().map_or(0.0, |d| d.as_secs_f64()),
+        cpu_s: cpu.total().as_secs_f64(),
+        user_cpu_s: cpu.user.as_secs_f64(),
         uptime_s: shared.started.elapsed().as_secs_f64(),
         connections: shared.guard.stats(),
         heap_lock: crate::locked_alloc::counts(),

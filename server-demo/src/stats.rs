@@ -149,6 +149,10 @@ pub struct ServerStats {
     pub rss_bytes: u64,
     /// CPU time of the process (user + system), seconds.
     pub cpu_s: f64,
+    /// The user-space part of `cpu_s`, seconds (the rest is the kernel's:
+    /// sockets, epoll, waking other threads).
+    #[serde(default)]
+    pub user_cpu_s: f64,
     /// Time since the server started, seconds.
     pub uptime_s: f64,
     /// Connection limits and what hostile clients ran into.

@@ -1,13 +1,30 @@
 //! The few operating-system calls the demo needs that std does not offer:
-//! process CPU time, the file-descriptor limit, giving freed heap back to the
+//! process CPU time (user and system), the file-descriptor limit, giving freed heap back to the
 //! kernel, a parent-death signal for `compare`'s children, and sending a
 //! signal to a child. Linux only, through `libc`.
 
 use std::io;
 use std::time::Duration;
 
-/// User plus system CPU time consumed by this process so far.
-pub fn process_cpu_time() -> io::Result<Duration> {
+/// CPU time this process has consumed so far, split as the kernel counts it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CpuTimes {
+    /// Time in user space: the server's own code, its libraries, the allocator.
+    pub user: Duration,
+    /// Time in the kernel on the process's behalf: sockets, epoll, wake-ups
+    /// of other threads, page faults.
+    pub system: Duration,
+}
+
+impl CpuTimes {
+    /// User plus system time.
+    pub fn total(self) -> Duration {
+        self.user + self.system
+    }
+}
+
+/// User and system CPU time consumed by this process so far.
+pub fn process_cpu_times() -> io::Result<CpuTimes> {
     let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
     // SAFETY: `getrusage` writes a `rusage` into the pointer we pass, which
     // points to writable memory of exactly that type; `RUSAGE_SELF` is valid.
@@ -21,7 +38,10 @@ pub fn process_cpu_time() -> io::Result<Duration> {
     let tv = |t: libc::timeval| {
         Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64)
     };
-    Ok(tv(usage.ru_utime) + tv(usage.ru_stime))
+    Ok(CpuTimes {
+        user: tv(usage.ru_utime),
+        system: tv(usage.ru_stime),
+    })
 }
 
 /// Raises this process's soft `RLIMIT_NOFILE` to its hard limit (capped by

@@ -194,6 +194,7 @@ fn respond<F: Family, B>(
 }
 
 fn stats_body<F: Family>(server: &Server<F>) -> String {
+    let cpu = crate::sys::process_cpu_times().unwrap_or_default();
     let s = ServerStats {
         mode: server.mode,
         runtime: Runtime::WorkStealing,
@@ -207,7 +208,8 @@ fn stats_body<F: Family>(server: &Server<F>) -> String {
             server.hubs.in_flight() as u64,
         ),
         rss_bytes: crate::procfs::rss_bytes(None).unwrap_or(0),
-        cpu_s: crate::sys::process_cpu_time().map_or(0.0, |d| d.as_secs_f64()),
+        cpu_s: cpu.total().as_secs_f64(),
+        user_cpu_s: cpu.user.as_secs_f64(),
         uptime_s: server.started.elapsed().as_secs_f64(),
         connections: server.guard.stats(),
         heap_lock: crate::locked_alloc::counts(),
