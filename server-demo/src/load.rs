@@ -309,7 +309,7 @@ pub fn load(
             + u32::from(u32::from(t) < connections % u32::from(threads));
         let target = target.clone();
         let schedules: Vec<Option<Schedule>> = (first_of_thread..first_of_thread + mine)
-            .map(|i| schedule(i))
+            .map(&schedule)
             .collect();
         first_of_thread += mine;
         handles.push(
