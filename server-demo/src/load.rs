@@ -263,12 +263,16 @@ pub fn run(args: &LoadArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Parses `--rate`: requests per second, positive and finite.
+/// The lowest `--rate`: one request per connection every 10^8 s at the
+/// most connections (100,000), which a `Duration` and an `Instant` hold.
+const MIN_RATE: f64 = 1e-3;
+
+/// Parses `--rate`: requests per second, finite and at least [`MIN_RATE`].
 pub fn parse_rate(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
-        Ok(r) if r.is_finite() && r > 0.0 => Ok(r),
+        Ok(r) if r.is_finite() && r >= MIN_RATE => Ok(r),
         _ => Err(format!(
-            "`{s}` is not a rate: give requests per second, a positive number"
+            "`{s}` is not a rate: give requests per second, a number of at least {MIN_RATE}"
         )),
     }
 }
@@ -294,7 +298,10 @@ pub fn load(
     let deadline = start + duration;
     // Connection `i` of `connections` starts `i / connections` of an
     // interval late, so that the sends spread evenly over time.
-    let every = rate.map(|r| Duration::from_secs_f64(f64::from(connections) / r));
+    let every = rate
+        .map(|r| Duration::try_from_secs_f64(f64::from(connections) / r))
+        .transpose()
+        .context("the rate is too low to schedule")?;
     let schedule = move |i: u32| {
         every.map(|every| Schedule {
             first: start + every.mul_f64(f64::from(i) / f64::from(connections)),
@@ -479,7 +486,9 @@ mod tests {
     fn parses_rates() {
         assert_eq!(parse_rate("50000"), Ok(50_000.0));
         assert_eq!(parse_rate("2.5e4"), Ok(25_000.0));
-        for bad in ["0", "-1", "inf", "NaN", "fast", ""] {
+        assert_eq!(parse_rate("0.001"), Ok(0.001));
+        // 1e-300 made the interval overflow a `Duration` (a panic).
+        for bad in ["0", "-1", "1e-300", "inf", "NaN", "fast", ""] {
             assert!(parse_rate(bad).is_err(), "{bad}");
         }
     }
