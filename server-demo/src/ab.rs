@@ -178,9 +178,10 @@ impl Slice {
         if self.requests == 0 {
             return (0.0, 0.0);
         }
-        let user = self.user_cpu_s.clamp(0.0, self.cpu_s);
+        let cpu = self.cpu_s.max(0.0);
+        let user = self.user_cpu_s.max(0.0).min(cpu);
         let per = |s: f64| s * 1e6 / self.requests as f64;
-        (per(user), per(self.cpu_s - user))
+        (per(user), per(cpu - user))
     }
 }
 
