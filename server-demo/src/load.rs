@@ -277,11 +277,25 @@ pub fn parse_rate(s: &str) -> Result<f64, String> {
     }
 }
 
-/// When one connection sends: every `every`, from `first`.
+/// When one connection sends: at `next`, then every `every`.
 #[derive(Clone, Copy, Debug)]
 struct Schedule {
-    first: Instant,
+    next: tokio::time::Instant,
     every: Duration,
+}
+
+impl Schedule {
+    /// Waits for the next send and schedules the one after it, from now if
+    /// the connection fell behind by more than an interval.
+    async fn wait(&mut self) {
+        tokio::time::sleep_until(self.next).await;
+        let now = tokio::time::Instant::now();
+        self.next = if now > self.next + self.every {
+            now
+        } else {
+            self.next
+        } + self.every;
+    }
 }
 
 /// Loads `target` and returns the report (blocks for `duration`): closed
@@ -304,7 +318,9 @@ pub fn load(
         .context("the rate is too low to schedule")?;
     let schedule = move |i: u32| {
         every.map(|every| Schedule {
-            first: start + every.mul_f64(f64::from(i) / f64::from(connections)),
+            next: tokio::time::Instant::from_std(
+                start + every.mul_f64(f64::from(i) / f64::from(connections)),
+            ),
             every,
         })
     };
@@ -405,14 +421,12 @@ fn load_thread(
 async fn connection(
     target: Rc<Target>,
     tally: Rc<RefCell<Tally>>,
-    schedule: Option<Schedule>,
+    mut schedule: Option<Schedule>,
     deadline: Instant,
 ) {
     let deadline = tokio::time::Instant::from_std(deadline);
-    let mut next = schedule.map(|s| tokio::time::Instant::from_std(s.first));
     while tokio::time::Instant::now() < deadline {
-        let session = session(&target, &tally, schedule.map(|s| s.every), &mut next);
-        match tokio::time::timeout_at(deadline, session).await {
+        match tokio::time::timeout_at(deadline, session(&target, &tally, &mut schedule)).await {
             Ok(Ok(())) | Err(_) => {}
             Ok(Err(e)) => {
                 tally.borrow_mut().error(e);
@@ -425,13 +439,11 @@ async fn connection(
 }
 
 /// Opens a connection and sends requests on it until an error: each as soon
-/// as the previous response is read, or, with a pace, at `next` (then
-/// `every` later, or from now if the connection fell behind by more).
+/// as the previous response is read, or when `schedule` says.
 async fn session(
     target: &Target,
     tally: &RefCell<Tally>,
-    every: Option<Duration>,
-    next: &mut Option<tokio::time::Instant>,
+    schedule: &mut Option<Schedule>,
 ) -> anyhow::Result<()> {
     let stream = tokio::net::TcpStream::connect(target.addr)
         .await
@@ -447,10 +459,8 @@ async fn session(
             .header(hyper::header::HOST, target.host.as_str())
             .body(Empty::new())?;
         sender.ready().await?;
-        if let (Some(every), Some(at)) = (every, next.as_mut()) {
-            tokio::time::sleep_until(*at).await;
-            let now = tokio::time::Instant::now();
-            *at = if now > *at + every { now } else { *at } + every;
+        if let Some(schedule) = schedule {
+            schedule.wait().await;
         }
         let sent = Instant::now();
         let response = sender.send_request(request).await?;
