@@ -44,7 +44,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::child::ServerChild;
 use crate::compare::{get_stats, Sampler, MIB};
-use crate::load::{self, Target};
+use crate::load::{self, ClientSched, Target};
 use crate::locked_alloc::Allocator;
 use crate::mode::{Defects, Mode, Runtime, Variant};
 
@@ -87,6 +87,11 @@ pub struct AbArgs {
     /// share the CPUs with the same client [default: closed loop].
     #[arg(long, value_parser = load::parse_rate)]
     pub rate: Option<f64>,
+    /// How the load threads are scheduled (as `load --sched`): `batch`
+    /// keeps a woken load thread from preempting the server, which charged
+    /// the slower server for scheduling its client.
+    #[arg(long, value_enum, default_value = "batch")]
+    pub client_sched: ClientSched,
     /// One slice of load, e.g. 2s.
     #[arg(long, default_value = "2s", value_parser = crate::parse_positive_duration)]
     pub slice: Duration,
@@ -249,6 +254,9 @@ pub struct AbResults {
     /// The paced load's requests per second (none: closed loop).
     #[serde(default)]
     pub rate: Option<f64>,
+    /// How the load threads were scheduled.
+    #[serde(default = "ClientSched::legacy")]
+    pub client_sched: ClientSched,
     /// Seconds per slice.
     pub slice_s: f64,
     /// A.
@@ -292,6 +300,7 @@ impl Server {
             args.connections,
             args.load_threads,
             args.rate,
+            args.client_sched,
             duration,
         )?;
         let after = get_stats(self.child.addr)?;
@@ -346,7 +355,7 @@ pub fn run(args: &AbArgs) -> anyhow::Result<()> {
     let (va, vb) = (variant(args.a), variant(args.b));
     let label = |v: Variant, exe: &Option<PathBuf>| server_label(&v.label(), exe);
     eprintln!(
-        "ab: A = {}, B = {} on {} CPUs ({}); server {} threads, load {} connections on {} threads{}; {} pairs of {:?} slices after {:?} warm-up each; RLIMIT_NOFILE {}",
+        "ab: A = {}, B = {} on {} CPUs ({}); server {} threads, load {} connections on {} threads ({}){}; {} pairs of {:?} slices after {:?} warm-up each; RLIMIT_NOFILE {}",
         label(va, &args.a_exe),
         label(vb, &args.b_exe),
         machine.cpus,
@@ -354,6 +363,7 @@ pub fn run(args: &AbArgs) -> anyhow::Result<()> {
         args.threads,
         args.connections,
         args.load_threads,
+        args.client_sched.name(),
         args.rate
             .map_or_else(String::new, |r| format!(" at {r:.0} req/s")),
         args.pairs,
@@ -393,6 +403,7 @@ pub fn run(args: &AbArgs) -> anyhow::Result<()> {
         runtime: args.runtime,
         connections: args.connections,
         rate: args.rate,
+        client_sched: args.client_sched,
         slice_s: args.slice.as_secs_f64(),
         a: side("A", va, &args.a_exe, pairs.iter().map(|p| p.a), a_rss),
         b: side("B", vb, &args.b_exe, pairs.iter().map(|p| p.b), b_rss),
@@ -546,13 +557,14 @@ pub fn render(r: &AbResults) -> String {
     let v = &r.verdict;
     let mut out =
         format!(
-        "{} CPUs ({}); {}; {} connections{}; {} pairs of {:.1}-s slices, alternating AB / BA\n\n",
+        "{} CPUs ({}); {}; {} connections{}, load threads {}; {} pairs of {:.1}-s slices, alternating AB / BA\n\n",
         r.machine.cpus,
         r.machine.cpu_model,
         r.runtime,
         r.connections,
         r.rate
             .map_or_else(|| " (closed loop)".to_owned(), |q| format!(" paced at {q:.0} req/s")),
+        r.client_sched.name(),
         v.pairs,
         r.slice_s
     );
@@ -695,6 +707,7 @@ mod tests {
             runtime: Runtime::WorkStealing,
             connections: 1,
             rate: None,
+            client_sched: ClientSched::Batch,
             slice_s: 0.5,
             a: side("A", variant, &None, pairs.iter().map(|p| p.a), (0, 0)),
             b: side("B", variant, &None, pairs.iter().map(|p| p.b), (0, 0)),

@@ -39,7 +39,7 @@ use paired::{machine, median, Machine};
 use serde::{Deserialize, Serialize};
 
 use crate::child::ServerChild;
-use crate::load::{self, LoadReport, Target};
+use crate::load::{self, ClientSched, LoadReport, Target};
 use crate::locked_alloc::Allocator;
 use crate::mode::{Defects, Mode, Runtime, Variant};
 use crate::stats::ServerStats;
@@ -126,6 +126,11 @@ pub struct CompareArgs {
     /// Load-generator threads.
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..=256))]
     pub load_threads: u16,
+    /// How the load threads are scheduled (as `load --sched`): `batch`
+    /// keeps a woken load thread from preempting the server, which charged
+    /// the slower server for scheduling its client.
+    #[arg(long, value_enum, default_value = "batch")]
+    pub client_sched: ClientSched,
     /// The servers' allocator (every mode the same; passed to them as
     /// `SERVER_DEMO_ALLOCATOR`): glibc's malloc, or mimalloc, whose
     /// per-thread free lists absorb the collectors' batched frees.
@@ -208,6 +213,10 @@ pub struct Run {
     /// measured load, in µs. Less sensitive than req/s to other jobs on the
     /// machine taking CPU away.
     pub server_cpu_us_per_request: f64,
+    /// Of it, the CPU time in user space (the rest is the kernel's), in µs;
+    /// zero in results written before the split was recorded.
+    #[serde(default)]
+    pub server_user_cpu_us_per_request: f64,
 }
 
 impl Run {
@@ -286,6 +295,14 @@ pub struct Summary {
     pub collector_share: f64,
     /// Median server CPU time per request, µs.
     pub server_cpu_us_per_request: f64,
+    /// Median server CPU time per request in user space, µs (the rest is
+    /// the kernel's: the sockets and the scheduler).
+    #[serde(default)]
+    pub server_user_cpu_us_per_request: f64,
+    /// `server_user_cpu_us_per_request` over the baseline's (median of the
+    /// rounds' ratios).
+    #[serde(default)]
+    pub user_cpu_ratio_to_baseline: Option<f64>,
     /// Errors over all runs.
     pub errors: u64,
     /// Non-2xx responses over all runs.
@@ -340,6 +357,9 @@ pub struct Config {
     pub repeat: u32,
     /// Load threads.
     pub load_threads: u16,
+    /// How the load threads were scheduled.
+    #[serde(default = "ClientSched::legacy")]
+    pub client_sched: ClientSched,
 }
 
 /// Runs the comparison, prints the table, writes results.json and the chart.
@@ -361,7 +381,7 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<()> {
     crate::child::install_interrupt_handler()?;
     let machine = machine();
     eprintln!(
-        "compare: {} on {} CPUs ({}); server {} threads, load {} connections on {} threads, {:?} + {:?} warm-up, {} rounds; RLIMIT_NOFILE {} (hard {})",
+        "compare: {} on {} CPUs ({}); server {} threads, load {} connections on {} threads ({}), {:?} + {:?} warm-up, {} rounds; RLIMIT_NOFILE {} (hard {})",
         variants
             .iter()
             .map(|v| v.label())
@@ -372,6 +392,7 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<()> {
         args.threads,
         connections,
         args.load_threads,
+        args.client_sched.name(),
         duration,
         args.warmup,
         args.repeat,
@@ -428,6 +449,7 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<()> {
             warmup_s: args.warmup.as_secs_f64(),
             repeat: args.repeat,
             load_threads: args.load_threads,
+            client_sched: args.client_sched,
         },
         summary,
         ablation,
@@ -508,12 +530,26 @@ fn run_one(variant: Variant, round: u32, args: &CompareArgs) -> anyhow::Result<R
     let target = Target::parse(&url)?;
     if !args.warmup.is_zero() {
         eprint!("warm-up… ");
-        load::load(&target, connections, args.load_threads, None, args.warmup)?;
+        load::load(
+            &target,
+            connections,
+            args.load_threads,
+            None,
+            args.client_sched,
+            args.warmup,
+        )?;
     }
     let stats_before = get_stats(child.addr)?;
     eprint!("load… ");
     let started = Instant::now();
-    let report = load::load(&target, connections, args.load_threads, None, duration)?;
+    let report = load::load(
+        &target,
+        connections,
+        args.load_threads,
+        None,
+        args.client_sched,
+        duration,
+    )?;
     let stats_after = get_stats(child.addr)?;
     let samples = sampler.finish();
     child.stop();
@@ -548,11 +584,19 @@ fn run_one(variant: Variant, round: u32, args: &CompareArgs) -> anyhow::Result<R
         .total
         .requests
         .saturating_sub(stats_before.total.requests);
-    let server_cpu_us_per_request = if answered > 0 {
-        cpu * 1e6 / answered as f64
-    } else {
-        0.0
+    let per_request = |seconds: f64| {
+        if answered > 0 {
+            seconds * 1e6 / answered as f64
+        } else {
+            0.0
+        }
     };
+    let server_cpu_us_per_request = per_request(cpu);
+    // User time never exceeds the total (both from one `getrusage`).
+    let user = (stats_after.user_cpu_s - stats_before.user_cpu_s)
+        .max(0.0)
+        .min(cpu.max(0.0));
+    let server_user_cpu_us_per_request = per_request(user);
     Ok(Run {
         mode: variant.mode,
         defects: variant.defects,
@@ -567,6 +611,7 @@ fn run_one(variant: Variant, round: u32, args: &CompareArgs) -> anyhow::Result<R
         stats_after,
         collector_share,
         server_cpu_us_per_request,
+        server_user_cpu_us_per_request,
     })
 }
 
@@ -664,6 +709,8 @@ fn summarize(variants: &[Variant], runs: &[Run]) -> Vec<Summary> {
                 traced_per_request: med(&|r| r.delta(|t| t.nodes_traced) as f64 / requests(r)),
                 collector_share: med(&|r| r.collector_share),
                 server_cpu_us_per_request: med(&|r| r.server_cpu_us_per_request),
+                server_user_cpu_us_per_request: med(&|r| r.server_user_cpu_us_per_request),
+                user_cpu_ratio_to_baseline: None,
                 errors: rs.iter().map(|r| r.load.errors).sum(),
                 non_2xx: rs.iter().map(|r| r.load.requests - r.load.ok()).sum(),
             }
@@ -684,10 +731,12 @@ fn summarize(variants: &[Variant], runs: &[Run]) -> Vec<Summary> {
     };
     let rps = points(|r| r.load.rps);
     let cpu = points(|r| r.server_cpu_us_per_request);
+    let user = points(|r| r.server_user_cpu_us_per_request);
     for (s, &variant) in out.iter_mut().zip(variants) {
         if let Some(base) = find(variant.runtime, Mode::ArcWeak) {
             s.ratio_to_baseline = per_round_ratio(&rps, variant, base);
             s.cpu_ratio_to_baseline = per_round_ratio(&cpu, variant, base);
+            s.user_cpu_ratio_to_baseline = per_round_ratio(&user, variant, base);
         }
         if let Some(arc) = find(variant.runtime, Mode::Arc) {
             s.ratio_to_arc = per_round_ratio(&rps, variant, arc);
@@ -841,12 +890,22 @@ pub fn render_table(
             ""
         }
     );
-    out.push_str("| mode | req/s | vs arc-weak | vs arc | latency avg | latency p99 | peak RSS | RSS growth | live at end | freed by collector | collections | collector CPU | server CPU/request | CPU/request vs arc-weak |\n");
-    out.push_str("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    out.push_str("| mode | req/s | vs arc-weak | vs arc | latency avg | latency p99 | peak RSS | RSS growth | live at end | freed by collector | collections | collector CPU | server CPU/request | of which user | CPU/request vs arc-weak | user CPU vs arc-weak |\n");
+    out.push_str(
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+    );
     let ratio = |r: Option<f64>| r.map_or("–".to_owned(), |r| format!("{r:.2}×"));
+    // Results written before the split have no user time.
+    let user_us = |us: f64| {
+        if us > 0.0 {
+            format!("{us:.2} µs")
+        } else {
+            "–".to_owned()
+        }
+    };
     for s in summary {
         out.push_str(&format!(
-            "| {} | {:.0} | {} | {} | {:.2} ms | {:.2} ms | {:.1} MiB | {:+.1} MiB/min | {} | {} | {} | {:.1} % | {:.2} µs | {} |\n",
+            "| {} | {:.0} | {} | {} | {:.2} ms | {:.2} ms | {:.1} MiB | {:+.1} MiB/min | {} | {} | {} | {:.1} % | {:.2} µs | {} | {} | {} |\n",
             s.label,
             s.rps,
             ratio(s.ratio_to_baseline),
@@ -860,7 +919,9 @@ pub fn render_table(
             s.collections,
             s.collector_share * 100.0,
             s.server_cpu_us_per_request,
+            user_us(s.server_user_cpu_us_per_request),
             ratio(s.cpu_ratio_to_baseline),
+            ratio(s.user_cpu_ratio_to_baseline),
         ));
     }
     for s in summary {

@@ -23,6 +23,27 @@ impl CpuTimes {
     }
 }
 
+/// Puts the calling thread under `SCHED_BATCH` (`sched(7)`): it keeps its
+/// share of the CPU but never preempts a running thread when it wakes up.
+/// Lowering the policy needs no privilege.
+pub fn set_thread_batch_scheduling() -> io::Result<()> {
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: `param` is a valid `sched_param` that outlives the call (which
+    // only reads it); pid 0 names the calling thread, and `SCHED_BATCH`
+    // takes priority 0.
+    if unsafe { libc::sched_setscheduler(0, libc::SCHED_BATCH, &param) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Whether the calling thread runs under `SCHED_BATCH`.
+#[cfg(test)]
+pub fn thread_is_batch_scheduled() -> bool {
+    // SAFETY: pid 0 names the calling thread; the call only reads.
+    unsafe { libc::sched_getscheduler(0) == libc::SCHED_BATCH }
+}
+
 /// User and system CPU time consumed by this process so far.
 pub fn process_cpu_times() -> io::Result<CpuTimes> {
     let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
@@ -187,4 +208,22 @@ pub fn reap(pid: u32) -> io::Result<()> {
 pub fn pid() -> libc::pid_t {
     // SAFETY: `getpid` has no preconditions.
     unsafe { libc::getpid() }
+}
+
+#[cfg(test)]
+mod tests {
+    /// The policy is the calling thread's: a load thread that lowers its
+    /// own leaves the rest of the process (the test's thread here) alone.
+    #[test]
+    fn batch_scheduling_applies_to_the_calling_thread_only() {
+        let before = super::thread_is_batch_scheduled();
+        let batch = std::thread::spawn(|| {
+            super::set_thread_batch_scheduling().unwrap();
+            super::thread_is_batch_scheduled()
+        })
+        .join()
+        .unwrap();
+        assert!(batch);
+        assert_eq!(super::thread_is_batch_scheduled(), before);
+    }
 }

@@ -29,10 +29,19 @@ fn compare_writes_results_and_chart() {
         assert!(s["rps"].as_f64().unwrap() > 0.0, "{s}");
         assert!(s["peak_rss_mib"].as_f64().unwrap() > 0.0, "{s}");
         assert_eq!(s["errors"].as_u64(), Some(0), "{s}");
+        // The server's CPU per request splits into user space and kernel.
+        let (cpu, user) = (
+            s["server_cpu_us_per_request"].as_f64().unwrap(),
+            s["server_user_cpu_us_per_request"].as_f64().unwrap(),
+        );
+        assert!(user > 0.0 && user < cpu, "{s}");
     }
     // arc-weak is the baseline; arc is still compared with.
     assert_eq!(summary[0]["ratio_to_baseline"].as_f64(), Some(1.0));
     assert_eq!(summary[0]["cpu_ratio_to_baseline"].as_f64(), Some(1.0));
+    assert_eq!(summary[0]["user_cpu_ratio_to_baseline"].as_f64(), Some(1.0));
+    assert!(summary[2]["user_cpu_ratio_to_baseline"].as_f64().unwrap() > 0.0);
+    assert!(table.contains("| of which user |"), "{table}");
     assert_eq!(summary[1]["ratio_to_arc"].as_f64(), Some(1.0));
     // arc-weak and arc never collect; the collecting modes do.
     for (i, s) in summary.iter().enumerate() {
