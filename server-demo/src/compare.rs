@@ -875,13 +875,14 @@ pub fn render_table(
     duration: Duration,
 ) -> String {
     let mut out = format!(
-        "\n{} CPUs ({}), Linux {}; server {} threads, allocator {}; {} connections, {:?} per run, {} round(s), medians{}\n\n",
+        "\n{} CPUs ({}), Linux {}; server {} threads, allocator {}; {} connections (load threads {}), {:?} per run, {} round(s), medians{}\n\n",
         machine.cpus,
         machine.cpu_model,
         machine.kernel,
         args.threads,
         args.allocator.name(),
         connections,
+        args.client_sched.name(),
         duration,
         args.repeat,
         if summary.iter().any(|s| s.runtime == Runtime::WorkStealing) {
