@@ -228,7 +228,10 @@ fn paced_load_never_exceeds_its_rate() {
         s["cpu_s"].as_f64().unwrap(),
         s["user_cpu_s"].as_f64().unwrap(),
     );
-    assert!(cpu > 0.0 && (0.0..=cpu).contains(&user), "user {user} of {cpu}");
+    assert!(
+        cpu > 0.0 && (0.0..=cpu).contains(&user),
+        "user {user} of {cpu}"
+    );
 }
 
 #[test]
