@@ -163,18 +163,27 @@ fn bad_flags_print_usage() {
     }
 }
 
+/// Runs `load --json` for 1 s on one thread against `url` with `args`
+/// added, and returns its report (the run must succeed).
+fn load_json(url: &str, args: &[&str]) -> serde_json::Value {
+    let out = Command::new(EXE)
+        .args(["load", "--url", url, "-t", "1", "-d", "1s", "--json"])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("JSON report")
+}
+
 #[test]
 fn load_reports_json() {
     let server = Server::start("orc");
     let url = format!("http://{}/", server.addr);
-    let out = Command::new(EXE)
-        .args([
-            "load", "--url", &url, "-c", "4", "-t", "1", "-d", "1s", "--json",
-        ])
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON report");
+    let report = load_json(&url, &["-c", "4"]);
     let requests = report["requests"].as_u64().unwrap();
     assert!(requests > 0);
     assert_eq!(report["status"]["200"].as_u64(), Some(requests));
@@ -186,14 +195,7 @@ fn load_reports_json() {
     assert!(served > requests, "served {served}, load saw {requests}");
 
     // Normally scheduled load threads load it the same.
-    let out = Command::new(EXE)
-        .args([
-            "load", "--url", &url, "-c", "4", "-t", "1", "-d", "1s", "--sched", "normal", "--json",
-        ])
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON report");
+    let report = load_json(&url, &["-c", "4", "--sched", "normal"]);
     assert_eq!(report["sched"], "normal");
     assert!(report["requests"].as_u64().unwrap() > 0);
     assert_eq!(report["errors"].as_u64(), Some(0));
@@ -208,14 +210,7 @@ fn paced_load_never_exceeds_its_rate() {
     // timing goal.
     let server = Server::start("orc");
     let url = format!("http://{}/", server.addr);
-    let out = Command::new(EXE)
-        .args([
-            "load", "--url", &url, "-c", "8", "-t", "1", "-d", "1s", "--rate", "200", "--json",
-        ])
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON report");
+    let report = load_json(&url, &["-c", "8", "--rate", "200"]);
     let requests = report["requests"].as_u64().unwrap();
     assert!((1..=208).contains(&requests), "{requests} requests");
     assert_eq!(report["status"]["200"].as_u64(), Some(requests));
