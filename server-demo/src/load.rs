@@ -87,8 +87,11 @@ pub enum ClientSched {
     /// thread that is running (the server's, on a shared loopback); it runs
     /// at the scheduler's next decision, with its usual share of the CPU.
     Batch,
-    /// The default policy (`SCHED_OTHER`), as `wrk` or `oha` run: a woken load
-    /// thread may preempt the server.
+    /// The policy the process runs under, left alone: `SCHED_OTHER` unless
+    /// it was started under another (as `wrk` or `oha` run): a woken load
+    /// thread may preempt the server. The servers that `ab` and `compare`
+    /// start are children of their main thread, never of a load thread, so
+    /// they run under that policy whichever the load threads take.
     Normal,
 }
 
