@@ -21,8 +21,8 @@
 //!
 //! The load threads run under `SCHED_BATCH` unless told otherwise
 //! (`--sched normal`, [`ClientSched`]): a thread woken by a response then
-//! waits for the scheduler's next tick instead of preempting the thread
-//! that sent it. On a loopback where client and server share the CPUs, a
+//! waits until the running thread blocks or its time slice ends instead of
+//! preempting it. On a loopback where client and server share the CPUs, a
 //! normally scheduled client preempts the server at its wake-ups, and the
 //! slower of two servers, which leaves its client idle more often, is
 //! preempted more often (2 vCPUs, 256 connections: 57 involuntary context
