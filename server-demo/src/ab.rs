@@ -180,13 +180,7 @@ impl Slice {
 
     /// Server CPU per request, µs, split into (user, system).
     pub fn split_per_request(&self) -> (f64, f64) {
-        if self.requests == 0 {
-            return (0.0, 0.0);
-        }
-        let cpu = self.cpu_s.max(0.0);
-        let user = self.user_cpu_s.max(0.0).min(cpu);
-        let per = |s: f64| s * 1e6 / self.requests as f64;
-        (per(user), per(cpu - user))
+        crate::stats::split_per_request(self.cpu_s, self.user_cpu_s, self.requests)
     }
 }
 

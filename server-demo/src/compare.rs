@@ -584,19 +584,16 @@ fn run_one(variant: Variant, round: u32, args: &CompareArgs) -> anyhow::Result<R
         .total
         .requests
         .saturating_sub(stats_before.total.requests);
-    let per_request = |seconds: f64| {
-        if answered > 0 {
-            seconds * 1e6 / answered as f64
-        } else {
-            0.0
-        }
+    let server_cpu_us_per_request = if answered > 0 {
+        cpu * 1e6 / answered as f64
+    } else {
+        0.0
     };
-    let server_cpu_us_per_request = per_request(cpu);
-    // User time never exceeds the total (both from one `getrusage`).
-    let user = (stats_after.user_cpu_s - stats_before.user_cpu_s)
-        .max(0.0)
-        .min(cpu.max(0.0));
-    let server_user_cpu_us_per_request = per_request(user);
+    let (server_user_cpu_us_per_request, _) = crate::stats::split_per_request(
+        cpu,
+        stats_after.user_cpu_s - stats_before.user_cpu_s,
+        answered,
+    );
     Ok(Run {
         mode: variant.mode,
         defects: variant.defects,

@@ -256,10 +256,7 @@ impl LoadReport {
             self.body_bytes as f64 / self.duration_s / 1e6,
             self.requests,
             self.duration_s,
-            match self.sched {
-                ClientSched::Batch => "SCHED_BATCH",
-                ClientSched::Normal => "SCHED_OTHER",
-            },
+            self.sched.name(),
         );
         for e in &self.error_samples {
             out.push_str(&format!("  error: {e}\n"));

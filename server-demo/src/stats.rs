@@ -168,6 +168,20 @@ pub struct ServerStats {
     pub heap: crate::sys::HeapStats,
 }
 
+/// `cpu_s` seconds of server CPU, of which `user_cpu_s` in user space, per
+/// request of `requests`, in µs: (user space, kernel). The user part is
+/// kept within the total (both come from one `getrusage`, but a results
+/// file may have been edited); zero if nothing was answered.
+pub fn split_per_request(cpu_s: f64, user_cpu_s: f64, requests: u64) -> (f64, f64) {
+    if requests == 0 {
+        return (0.0, 0.0);
+    }
+    let cpu = cpu_s.max(0.0);
+    let user = user_cpu_s.max(0.0).min(cpu);
+    let per = |s: f64| s * 1e6 / requests as f64;
+    (per(user), per(cpu - user))
+}
+
 /// The connection side of `/stats` (see [`crate::conn`]).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ConnStats {
