@@ -305,6 +305,15 @@ impl Global {
             .store(next_level(level, freed, traced) as u64, Relaxed);
     }
 
+    /// Whether the recent collections found mostly garbage: the Adaptive
+    /// interval is at its floor, where collections that freed at least half
+    /// of what they traced bring it (see [`next_level`]). Automatic minor
+    /// collections age what they find live only then
+    /// (`collector::promote_node`).
+    pub(crate) fn mostly_garbage(&self) -> bool {
+        self.level.load(Relaxed) as usize <= ADAPTIVE_MIN
+    }
+
     /// Old objects alive now: promoted, minus those freed since (exact once
     /// every thread's counters are read under the registry lock).
     pub(crate) fn old_objects(&self) -> u64 {

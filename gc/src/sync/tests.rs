@@ -967,6 +967,63 @@ fn an_automatic_collection_ages_what_ripening_cuts_off() {
     collect();
 }
 
+/// Aging is for collections that find mostly garbage. Once they find mostly
+/// live objects (the interval above its floor), an automatic minor
+/// collection promotes what it finds live the first time; the next
+/// collection that finds mostly garbage ages again. Aging regardless (the
+/// rule before) fails the first assertion on `promoted`.
+#[test]
+fn an_automatic_collection_ages_only_while_collections_find_mostly_garbage() {
+    use state::{ADAPTIVE_MIN as MIN, RIPEN};
+    let _s = serial();
+    let drops = Arc::new(AtomicUsize::new(0));
+    let live = node(&drops);
+    // Collections that trace `live` and free nothing raise the interval.
+    for _ in 0..2 {
+        drop(live.clone());
+        collect();
+    }
+    assert!(state::adaptive_level() > MIN);
+    let young = node(&drops);
+    set_policy(Policy::Adaptive);
+    // `young` buffered first, then self-loops up to the next automatic
+    // collection (which leaves the newest RIPEN roots to ripen).
+    let automatic = |first: &Gc<Node>| {
+        let before = stats();
+        drop(first.clone());
+        let mut n = 0;
+        while stats().collections() == before.collections() {
+            let a = node(&drops);
+            link(&a, &a);
+            drop(a);
+            n += 1;
+            assert!(n < 100 * MIN, "no automatic collection");
+        }
+        assert!(n > RIPEN, "`first` was drained");
+        before
+    };
+    let before = automatic(&young);
+    let after = stats();
+    assert_eq!(after.promoted, before.promoted + 1, "promoted at once");
+    // Collections that free mostly garbage bring the interval back to its
+    // floor, and the next automatic one ages.
+    let mut n = 0;
+    while state::adaptive_level() > MIN {
+        let a = node(&drops);
+        link(&a, &a);
+        drop(a);
+        collect();
+        n += 1;
+        assert!(n < 10, "the interval stays above its floor");
+    }
+    let younger = node(&drops);
+    let before = automatic(&younger);
+    assert_eq!(stats().promoted, before.promoted, "aged, not promoted");
+    set_policy(Policy::Manual);
+    drop((live, young, younger));
+    collect();
+}
+
 /// A minor collection judges its roots `GROUP` trees at a time. Every cycle
 /// is judged whole, wherever its two roots fall; garbage that only a later
 /// group's garbage points to is kept by its own group (found live, hence
