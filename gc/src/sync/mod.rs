@@ -349,7 +349,8 @@
 //!
 //! *Aging.* A mutator's automatic minor collection (the Adaptive trigger's)
 //! promotes a young object the second time it finds it live, not the
-//! first (while the collections find mostly garbage, see below); the first time it only marks it, and buffers it again if a
+//! first (while the collections find mostly garbage, see below); the
+//! first time it only marks it, and buffers it again if a
 //! reference from outside the graph kept it (a positive trial count), so
 //! that the next such collection judges it again, with the roots that
 //! ripening held back. Ripening cuts every collection's roots at some
