@@ -584,16 +584,12 @@ fn run_one(variant: Variant, round: u32, args: &CompareArgs) -> anyhow::Result<R
         .total
         .requests
         .saturating_sub(stats_before.total.requests);
-    let server_cpu_us_per_request = if answered > 0 {
-        cpu * 1e6 / answered as f64
-    } else {
-        0.0
-    };
-    let (server_user_cpu_us_per_request, _) = crate::stats::split_per_request(
+    let (server_user_cpu_us_per_request, kernel) = crate::stats::split_per_request(
         cpu,
         stats_after.user_cpu_s - stats_before.user_cpu_s,
         answered,
     );
+    let server_cpu_us_per_request = server_user_cpu_us_per_request + kernel;
     Ok(Run {
         mode: variant.mode,
         defects: variant.defects,
