@@ -25,6 +25,16 @@
 //! median gets a distribution-free interval with the rounds as the samples
 //! (the one that covers the processes' own costs).
 //!
+//! The host may also move the machine's vCPUs while `ab` runs: on the
+//! 2-vCPU guests of the results, between a shared last-level cache and
+//! separate ones every few seconds to minutes, and a server whose workers
+//! share more cache lines pays more for the second (thirty-first session:
+//! orc/ws 1.106× careful ARC near, 1.240× apart). So `ab` times a cache
+//! line's round trip between CPUs 0 and 1 (`placement`, 2–8 ms, both
+//! servers idle) before the first pair of a round and after every pair,
+//! and if the round trips fall into two groups it gives the CPU ratio of
+//! the pairs near and of those apart as well ([`ByPlacement`]).
+//!
 //! The result is the median over pairs of B's CPU per request over A's,
 //! with a distribution-free 95 % confidence interval (order statistics of
 //! the pairs' ratios: the median's interval needs no assumption about the
@@ -47,6 +57,7 @@ use crate::compare::{get_stats, Sampler, MIB};
 use crate::load::{self, ClientSched, Target};
 use crate::locked_alloc::Allocator;
 use crate::mode::{Defects, Mode, Runtime, Variant};
+use crate::placement;
 
 /// Confidence of the median ratio's interval.
 const CONFIDENCE: f64 = 0.95;
@@ -192,6 +203,11 @@ pub struct Pair {
     pub round: u32,
     /// Whether B ran first (odd pairs).
     pub b_first: bool,
+    /// A cache line's round trip between CPUs 0 and 1 just before and just
+    /// after the pair, ns (none on one CPU, or in files of older builds):
+    /// where the host had put the vCPUs (see `placement`).
+    #[serde(default)]
+    pub round_trip_ns: Option<(f64, f64)>,
     /// A's slice.
     pub a: Slice,
     /// B's slice.
@@ -234,6 +250,34 @@ pub struct Verdict {
     /// below 6 rounds).
     #[serde(default)]
     pub round_cpu_ratio_ci: Option<(f64, f64)>,
+    /// The CPU ratio by the vCPUs' placement, if the pairs' round trips
+    /// fall into two groups (`placement::split`).
+    #[serde(default)]
+    pub by_placement: Option<ByPlacement>,
+}
+
+/// [`Verdict::cpu_ratio`] over the pairs of each placement.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ByPlacement {
+    /// The round trip between the two groups, ns.
+    pub threshold_ns: f64,
+    /// Pairs with both round trips below it.
+    pub near: Group,
+    /// Pairs with both round trips above it.
+    pub apart: Group,
+    /// Pairs during which the placement changed.
+    pub changed: usize,
+}
+
+/// The CPU ratio over some of the pairs.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Group {
+    /// Pairs in the group.
+    pub pairs: usize,
+    /// Median of their CPU ratios (0 without pairs).
+    pub cpu_ratio: f64,
+    /// Its distribution-free interval (none with too few pairs).
+    pub cpu_ratio_ci: Option<(f64, f64)>,
 }
 
 /// Everything `ab.json` holds.
@@ -422,6 +466,14 @@ fn run_round(
     b: &Server,
     pairs: &mut Vec<Pair>,
 ) -> anyhow::Result<()> {
+    // Between slices both servers are idle: the two CPUs are free to pass
+    // a line (2–8 ms).
+    let placement = || {
+        (machine().cpus >= 2)
+            .then(|| placement::round_trip_ns(placement::AB_TRIPS, 0, 1).ok())
+            .flatten()
+    };
+    let mut before = placement();
     for i in numbers {
         let b_first = i % 2 == 1;
         let (sa, sb) = if b_first {
@@ -431,12 +483,15 @@ fn run_round(
             let sa = a.slice(args, args.slice)?;
             (sa, b.slice(args, args.slice)?)
         };
+        let after = placement();
         let pair = Pair {
             round,
             b_first,
+            round_trip_ns: before.zip(after),
             a: sa,
             b: sb,
         };
+        before = after;
         eprintln!(
             "[pair {:>3}/{}] {}  A {:>6.2} µs/req {:>7.0} req/s   B {:>6.2} µs/req {:>7.0} req/s   B/A {:.3}",
             i + 1,
@@ -530,6 +585,7 @@ pub fn verdict(pairs: &[Pair]) -> Verdict {
     let mut sorted = round_cpu_ratios.clone();
     sorted.sort_by(f64::total_cmp);
     let round_cpu_ratio_ci = median_interval(&sorted, CONFIDENCE);
+    let by_placement = by_placement(&measured);
     Verdict {
         pairs: v.pairs,
         cpu_ratio: v.ratio,
@@ -543,7 +599,47 @@ pub fn verdict(pairs: &[Pair]) -> Verdict {
         p99_ratio: ratio(|p| (p.b.p99_ms, p.a.p99_ms)),
         round_cpu_ratios,
         round_cpu_ratio_ci,
+        by_placement,
     }
+}
+
+/// The CPU ratio of the pairs measured near and apart, if their round trips
+/// fall into two groups.
+fn by_placement(measured: &[&Pair]) -> Option<ByPlacement> {
+    let trips: Vec<f64> = measured
+        .iter()
+        .filter_map(|p| p.round_trip_ns)
+        .flat_map(|(before, after)| [before, after])
+        .collect();
+    let threshold_ns = placement::split(&trips)?;
+    let group = |near: bool| {
+        let cpu: Vec<(f64, f64)> = measured
+            .iter()
+            .filter(|p| {
+                p.round_trip_ns.is_some_and(|(before, after)| {
+                    (before < threshold_ns) == near && (after < threshold_ns) == near
+                })
+            })
+            .map(|p| (p.a.cpu_us_per_request(), p.b.cpu_us_per_request()))
+            .collect();
+        let v = paired::verdict(&cpu, CONFIDENCE);
+        Group {
+            pairs: v.pairs,
+            cpu_ratio: if v.pairs > 0 { v.ratio } else { 0.0 },
+            cpu_ratio_ci: v.interval,
+        }
+    };
+    let (near, apart) = (group(true), group(false));
+    let placed = measured
+        .iter()
+        .filter(|p| p.round_trip_ns.is_some())
+        .count();
+    Some(ByPlacement {
+        threshold_ns,
+        changed: placed.saturating_sub(near.pairs + apart.pairs),
+        near,
+        apart,
+    })
 }
 
 /// The summary table.
@@ -613,6 +709,21 @@ pub fn render(r: &AbResults) -> String {
             rounds.join(", ")
         ));
     }
+    if let Some(p) = &v.by_placement {
+        let group = |g: &Group| match (g.pairs, g.cpu_ratio_ci) {
+            (0, _) => "no pairs".to_owned(),
+            (n, Some((lo, hi))) => format!("{:.3}× ({lo:.3}–{hi:.3}) in {n} pairs", g.cpu_ratio),
+            (n, None) => format!("{:.3}× in {n} pairs", g.cpu_ratio),
+        };
+        out.push_str(&format!(
+            "\nCPU per request by the vCPUs' placement (a cache line's round trip between CPUs 0 and 1 before and after each pair, near below {:.0} ns): near {}, apart {}; the placement changed during {} {}",
+            p.threshold_ns,
+            group(&p.near),
+            group(&p.apart),
+            p.changed,
+            if p.changed == 1 { "pair" } else { "pairs" }
+        ));
+    }
     out
 }
 
@@ -632,6 +743,23 @@ mod tests {
         }
     }
 
+    /// `render` of a run of `pairs` whose verdict is `v`.
+    fn render_pairs(v: Verdict, pairs: Vec<Pair>) -> String {
+        let variant = Variant::new(Runtime::WorkStealing, Mode::Orc, Defects::default());
+        render(&AbResults {
+            machine: machine(),
+            runtime: Runtime::WorkStealing,
+            connections: 1,
+            rate: None,
+            client_sched: ClientSched::Batch,
+            slice_s: 0.5,
+            a: side("A", variant, &None, pairs.iter().map(|p| p.a), (0, 0)),
+            b: side("B", variant, &None, pairs.iter().map(|p| p.b), (0, 0)),
+            verdict: v,
+            pair_slices: pairs,
+        })
+    }
+
     #[test]
     fn the_verdict_pairs_adjacent_slices_and_drops_empty_ones() {
         // The machine's speed halves midway; within each pair B costs
@@ -642,6 +770,7 @@ mod tests {
                 Pair {
                     round: u32::from(i >= 4),
                     b_first: i % 2 == 1,
+                    round_trip_ns: None,
                     a: slice(speed, 1_000_000, 100.0),
                     b: slice(1.1 * speed, 1_000_000, 90.0),
                 }
@@ -650,6 +779,7 @@ mod tests {
         pairs.push(Pair {
             round: 1,
             b_first: false,
+            round_trip_ns: None,
             a: slice(1.0, 0, 0.0),
             b: slice(1.0, 1000, 1.0),
         });
@@ -665,6 +795,49 @@ mod tests {
         assert!(v.round_cpu_ratios.iter().all(|r| (r - 1.1).abs() < 1e-9));
         // Two rounds are too few for an interval across rounds.
         assert_eq!(v.round_cpu_ratio_ci, None);
+        // Without round trips (one CPU, an older file) there is no split.
+        assert_eq!(v.by_placement, None);
+    }
+
+    #[test]
+    fn the_verdict_splits_the_pairs_by_the_vcpus_placement() {
+        // Six pairs near (round trips 80-95 ns), B 1.1× A; six apart
+        // (350-420 ns), B 1.25× A, the host slower; two during which the
+        // placement changed; one pair with an old file's missing round trips.
+        let pair = |trips: Option<(f64, f64)>, a: f64, ratio: f64| Pair {
+            round: 0,
+            b_first: false,
+            round_trip_ns: trips,
+            a: slice(a, 1_000_000, 100.0),
+            b: slice(a * ratio, 1_000_000, 90.0),
+        };
+        let mut pairs = Vec::new();
+        for i in 0..6 {
+            let f = f64::from(i);
+            pairs.push(pair(Some((80.0 + f, 95.0 - f)), 8.0, 1.1));
+            pairs.push(pair(Some((350.0 + 10.0 * f, 420.0 - f)), 9.5, 1.25));
+        }
+        pairs.push(pair(Some((85.0, 390.0)), 9.0, 1.4));
+        pairs.push(pair(Some((400.0, 90.0)), 9.0, 1.4));
+        pairs.push(pair(None, 8.0, 1.0));
+        let v = verdict(&pairs);
+        let p = v.by_placement.clone().expect("two placements");
+        assert!(95.0 < p.threshold_ns && p.threshold_ns < 350.0);
+        assert_eq!((p.near.pairs, p.apart.pairs, p.changed), (6, 6, 2));
+        assert!((p.near.cpu_ratio - 1.1).abs() < 1e-9);
+        assert!((p.apart.cpu_ratio - 1.25).abs() < 1e-9);
+        let (lo, hi) = p.apart.cpu_ratio_ci.expect("6 pairs give an interval");
+        assert!((lo - 1.25).abs() < 1e-9 && (hi - 1.25).abs() < 1e-9);
+        let text = render_pairs(v, pairs);
+        assert!(
+            text.contains("near 1.100× (1.100–1.100) in 6 pairs, apart 1.250× (1.250–1.250) in 6 pairs; the placement changed during 2 pairs"),
+            "{text}"
+        );
+        // One placement throughout: no split.
+        let one: Vec<Pair> = (0..6)
+            .map(|i| pair(Some((80.0 + f64::from(i), 90.0)), 8.0, 1.1))
+            .collect();
+        assert_eq!(verdict(&one).by_placement, None);
     }
 
     #[test]
@@ -678,6 +851,7 @@ mod tests {
             .map(|i| Pair {
                 round: 0,
                 b_first: i % 2 == 1,
+                round_trip_ns: None,
                 a: with_user(10.0, 6.0),
                 b: with_user(11.9, 7.5),
             })
@@ -695,19 +869,6 @@ mod tests {
             ..pairs[0].a
         };
         assert_eq!(old.user_us_per_request(), 0.0);
-        let variant = Variant::new(Runtime::WorkStealing, Mode::Orc, Defects::default());
-        assert!(render(&AbResults {
-            machine: machine(),
-            runtime: Runtime::WorkStealing,
-            connections: 1,
-            rate: None,
-            client_sched: ClientSched::Batch,
-            slice_s: 0.5,
-            a: side("A", variant, &None, pairs.iter().map(|p| p.a), (0, 0)),
-            b: side("B", variant, &None, pairs.iter().map(|p| p.b), (0, 0)),
-            verdict: v,
-            pair_slices: pairs,
-        })
-        .contains("in user space 1.250×, in the kernel 1.100×"));
+        assert!(render_pairs(v, pairs).contains("in user space 1.250×, in the kernel 1.100×"));
     }
 }

@@ -22,6 +22,7 @@ mod load;
 mod locked_alloc;
 mod log;
 mod mode;
+mod placement;
 mod procfs;
 mod server;
 mod stats;
@@ -55,6 +56,8 @@ enum Command {
     Compare(compare::CompareArgs),
     /// Two servers up at once, loaded in alternating short slices: B's CPU per request against A's, with a confidence interval.
     Ab(ab::AbArgs),
+    /// How far apart the host put two CPUs: a cache line's round trip between them (which placement `ab` splits its verdict by).
+    Pingpong(placement::PingpongArgs),
 }
 
 /// Parses durations like `10s`, `500ms`, `1m`.
@@ -115,6 +118,7 @@ fn main() -> ExitCode {
         Command::Load(args) => load::run(args),
         Command::Compare(args) => compare::run(args),
         Command::Ab(args) => ab::run(args),
+        Command::Pingpong(args) => placement::run(args),
     };
     log::flush(Duration::from_millis(200));
     match result {

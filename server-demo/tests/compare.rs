@@ -143,7 +143,16 @@ fn ab_alternates_slices_between_two_servers() {
             assert!(p[side]["cpu_s"].as_f64().unwrap() > 0.0, "{p}");
         }
         assert_eq!(p["a"]["collector_cpu_s"].as_f64(), Some(0.0), "{p}");
+        // The vCPUs' placement, timed before and after the pair (on two
+        // CPUs or more).
+        if std::thread::available_parallelism().map_or(1, |n| n.get()) >= 2 {
+            let trips = p["round_trip_ns"].as_array().expect("round trips");
+            assert_eq!(trips.len(), 2, "{p}");
+            assert!(trips.iter().all(|t| t.as_f64().unwrap() > 1.0), "{p}");
+        }
     }
+    // Consecutive pairs of a round share the measurement between them.
+    assert_eq!(pairs[1]["round_trip_ns"][1], pairs[2]["round_trip_ns"][0]);
     assert_eq!(results["verdict"]["pairs"].as_u64(), Some(3));
     assert!(results["verdict"]["cpu_ratio"].as_f64().unwrap() > 0.0);
     for side in ["a", "b"] {
@@ -169,6 +178,41 @@ fn ab_needs_two_different_servers() {
     ] {
         let out = Command::new(common::EXE).args(args).output().unwrap();
         assert_eq!(out.status.code(), Some(1), "{args:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(message), "{args:?}: {stderr}");
+    }
+}
+
+/// `pingpong` times a cache line's round trip between two CPUs, and says
+/// why it cannot.
+#[test]
+fn pingpong_times_a_round_trip_or_says_why_not() {
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) >= 2 {
+        let out = Command::new(common::EXE)
+            .args(["pingpong", "--trips", "1000"])
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{stdout}");
+        let ns: f64 = stdout.split_whitespace().next().unwrap().parse().unwrap();
+        assert!(ns > 1.0, "{stdout}");
+        assert!(stdout.contains("ns per round trip between CPU 0 and CPU 1"));
+    }
+    for (args, code, message) in [
+        (
+            &["pingpong", "--a", "1", "--b", "1"][..],
+            1,
+            "two different CPUs",
+        ),
+        (
+            &["pingpong", "--b", "99999"],
+            1,
+            "beyond what a cpu_set_t holds",
+        ),
+        (&["pingpong", "--trips", "0"], 2, "invalid value"),
+    ] {
+        let out = Command::new(common::EXE).args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(code), "{args:?}");
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(stderr.contains(message), "{args:?}: {stderr}");
     }
