@@ -37,9 +37,10 @@ pub struct PingpongArgs {
 /// Round trips `ab` times around each pair (2–8 ms on the guests above).
 pub const AB_TRIPS: u64 = 20_000;
 
-/// Two groups of round trips are two placements only if the slower is at
-/// least this many times the faster (the guests above: 2.5–5×).
-const SEPARATION: f64 = 1.5;
+/// Two groups of round trips are two placements only if the slower group's
+/// geometric mean is at least this many times the faster's (the guests
+/// above: 4–5×).
+const SEPARATION: f64 = 2.0;
 
 /// The line the two threads pass back and forth, alone in its cache lines
 /// (adjacent-line prefetch included).
@@ -146,22 +147,43 @@ fn pinned_with(pinned: &AtomicU32, me: u32, cpu: usize) -> std::io::Result<()> {
     }
 }
 
-/// The round trip that separates two placements among `round_trips`: the
-/// geometric middle of the widest gap between consecutive values, if the
-/// values above it are at least [`SEPARATION`] times those below; `None` if
-/// they form one group (one placement throughout).
+/// The round trip that separates two placements among `round_trips`, if
+/// they fall into two groups: the split of the sorted values (in logarithm)
+/// with the least sum of squared distances to the two groups' means (Otsu's
+/// method), taken only if the slower group's geometric mean is at least
+/// [`SEPARATION`] times the faster's; the threshold is the geometric middle
+/// of the two values beside the split. `None` for one placement throughout.
+/// A round trip measured while the host moved the vCPUs falls anywhere
+/// between the groups: it moves the split, not the groups.
 pub fn split(round_trips: &[f64]) -> Option<f64> {
     let mut v: Vec<f64> = round_trips
         .iter()
         .copied()
         .filter(|x| x.is_finite() && *x > 0.0)
+        .map(f64::ln)
         .collect();
     v.sort_by(f64::total_cmp);
-    let (lo, hi) = v
-        .windows(2)
-        .map(|w| (w[0], w[1]))
-        .max_by(|x, y| (x.1 / x.0).total_cmp(&(y.1 / y.0)))?;
-    (hi / lo >= SEPARATION).then(|| (lo * hi).sqrt())
+    let n = v.len();
+    let total: f64 = v.iter().sum();
+    let total_sq: f64 = v.iter().map(|x| x * x).sum();
+    // Within-group sum of squares of the split before index `i`.
+    let wss = |i: usize, sum: f64, sq: f64| {
+        let (lo, hi) = (i as f64, (n - i) as f64);
+        (sq - sum * sum / lo) + ((total_sq - sq) - (total - sum).powi(2) / hi)
+    };
+    let mut best: Option<(f64, usize, f64)> = None; // (wss, i, sum below)
+    let (mut sum, mut sq) = (0.0, 0.0);
+    for i in 1..n {
+        sum += v[i - 1];
+        sq += v[i - 1] * v[i - 1];
+        let w = wss(i, sum, sq);
+        if best.map_or(true, |(b, _, _)| w < b) {
+            best = Some((w, i, sum));
+        }
+    }
+    let (_, i, sum) = best?;
+    let (lo_mean, hi_mean) = (sum / i as f64, (total - sum) / (n - i) as f64);
+    (hi_mean - lo_mean >= SEPARATION.ln()).then(|| ((v[i - 1] + v[i]) / 2.0).exp())
 }
 
 /// `server-demo pingpong`.
@@ -189,8 +211,15 @@ mod tests {
         let two = [84.0, 92.0, 350.0, 101.0, 412.0, 388.0, 79.0];
         let t = split(&two).expect("two groups");
         assert!(101.0 < t && t < 350.0, "{t}");
-        // One placement, spread: no group is 1.5 times the other.
-        assert_eq!(split(&[80.0, 95.0, 110.0, 101.0]), None);
+        // One placement, spread: no group is twice the other.
+        assert_eq!(split(&[80.0, 95.0, 110.0, 101.0, 130.0, 72.0]), None);
+        // Round trips measured while the host moved the vCPUs fall in
+        // between; the groups stay apart.
+        let moving = [
+            70.0, 80.0, 90.0, 85.0, 75.0, 123.0, 171.0, 292.0, 360.0, 400.0, 450.0, 420.0, 380.0,
+        ];
+        let t = split(&moving).expect("two groups");
+        assert!(123.0 < t && t < 360.0, "{t}");
         // Too few values, or none usable.
         assert_eq!(split(&[90.0]), None);
         assert_eq!(split(&[f64::NAN, 0.0]), None);
