@@ -29,7 +29,7 @@
 //! 2-vCPU guests of the results, between a shared last-level cache and
 //! separate ones every few seconds to minutes, and a server whose workers
 //! share more cache lines pays more for the second (thirty-first session:
-//! orc/ws 1.106× careful ARC near, 1.240× apart). So `ab` times a cache
+//! orc/ws 1.107× careful ARC in the pairs near, 1.169× in those apart). So `ab` times a cache
 //! line's round trip between CPUs 0 and 1 (`placement`, 2–8 ms, both
 //! servers idle) before the first pair of a round and after every pair,
 //! and if the round trips fall into two groups it gives the CPU ratio of

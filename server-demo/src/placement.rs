@@ -8,9 +8,9 @@
 //! 340–440 ns (they do not), switching every few seconds to minutes. Every
 //! cache line the two workers of a server share pays the difference, and a
 //! collecting server shares more of them than careful ARC (thirty-first
-//! session in `docs/results-history.md`: `ab`'s ratio 1.106× near against
-//! 1.240× apart). So `ab` measures the placement around each pair and splits
-//! its verdict by it ([`split`]).
+//! session in `docs/results-history.md`: orc/ws against careful ARC, `ab`'s
+//! pairs near 1.107×, apart 1.169×). So `ab` measures the placement around
+//! each pair and splits its verdict by it ([`split`]).
 
 use std::io::ErrorKind;
 use std::sync::atomic::{
