@@ -29,11 +29,12 @@
 //! 2-vCPU guests of the results, between a shared last-level cache and
 //! separate ones every few seconds to minutes, and a server whose workers
 //! share more cache lines pays more for the second (thirty-first session:
-//! orc/ws 1.107× careful ARC in the pairs near, 1.169× in those apart). So `ab` times a cache
-//! line's round trip between CPUs 0 and 1 (`placement`, 2–8 ms, both
-//! servers idle) before the first pair of a round and after every pair,
-//! and if the round trips fall into two groups it gives the CPU ratio of
-//! the pairs near and of those apart as well ([`ByPlacement`]).
+//! orc/ws 1.107× careful ARC in the pairs near, 1.169× in those apart).
+//! So `ab` times a cache line's round trip between CPUs 0 and 1
+//! (`placement`, 2–8 ms, both servers idle) before the first pair of a
+//! round and after every pair, and if the round trips fall into two groups
+//! it gives the CPU ratio of the pairs near and of those apart as well
+//! ([`ByPlacement`]).
 //!
 //! The result is the median over pairs of B's CPU per request over A's,
 //! with a distribution-free 95 % confidence interval (order statistics of
@@ -467,12 +468,8 @@ fn run_round(
     pairs: &mut Vec<Pair>,
 ) -> anyhow::Result<()> {
     // Between slices both servers are idle: the two CPUs are free to pass
-    // a line (2–8 ms).
-    let placement = || {
-        (machine().cpus >= 2)
-            .then(|| placement::round_trip_ns(placement::AB_TRIPS, 0, 1).ok())
-            .flatten()
-    };
+    // a line (2–8 ms). On one CPU, pinning to CPU 1 fails: no round trip.
+    let placement = || placement::round_trip_ns(placement::AB_TRIPS, 0, 1).ok();
     let mut before = placement();
     for i in numbers {
         let b_first = i % 2 == 1;
