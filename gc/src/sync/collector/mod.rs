@@ -155,7 +155,11 @@
 //! decrements of the handles its value holds. A request cycle of the hub
 //! benchmark makes about fifteen, where the single-threaded collector,
 //! running the same steps, makes none (hub: 2.49× `recycler::Gc`, which
-//! itself takes 0.92× a leaking `Arc`, thirtieth session).
+//! itself takes 0.92× a leaking `Arc`, thirtieth session). Builds that
+//! remove them outright (measurement only, unsound with a second thread)
+//! give the ceiling of any protocol that would: every count changed with a
+//! plain load and store, the hub at 1.87× a leaking `Arc`; cells read
+//! without locking, 1.90×; both, 1.46× (thirty-second session).
 //!
 //! The rest is where the lines come from. Every pass of a collection
 //! (drain, trace, window close, claims, doom, drops, releases) walks the
