@@ -533,3 +533,32 @@ fn lists_built_and_dropped_whole_are_traced_by_rare_full_collections() {
     recycler::collect();
     assert_eq!(recycler::stats().live, 0);
 }
+
+#[test]
+fn adaptive_config_at_its_limits_does_not_overflow() {
+    // `min_roots` is also how many roots ripen, so the trigger compares the
+    // young roots with twice it: that sum overflowed (a debug build's panic
+    // in the drop that buffers a root; an internal review found it).
+    recycler::set_policy(Policy::Adaptive);
+    recycler::set_adaptive_config(
+        AdaptiveConfig::default()
+            .min_roots(usize::MAX)
+            .young_objects(usize::MAX),
+    );
+    let before = recycler::stats();
+    let a = Node::new();
+    a.link(&a);
+    drop(a.clone());
+    drop(a);
+    assert_eq!(
+        recycler::stats().collections(),
+        before.collections(),
+        "never due"
+    );
+    recycler::collect();
+    assert_eq!(
+        recycler::stats().freed_by_collector - before.freed_by_collector,
+        1
+    );
+    recycler::set_adaptive_config(AdaptiveConfig::default());
+}

@@ -398,7 +398,7 @@ impl State {
             Policy::Adaptive => {
                 if self.full_due() {
                     Some((Kind::Full, true))
-                } else if self.young.len() >= self.young_threshold + self.ripening() {
+                } else if self.young.len() >= self.young_threshold.saturating_add(self.ripening()) {
                     // Full instead if minor ones are barren: `run` decides,
                     // off the path of every root.
                     Some((Kind::Minor, true))
@@ -813,11 +813,31 @@ pub(crate) fn unbuffer(object: Object) {
 /// `ripen`, it leaves the newest young roots buffered. A minor collection
 /// that the young roots `triggered` is full instead while minor ones are
 /// barren (see "Barren minor collections").
+///
+/// A `collect()` from a destructor that the collection runs is deferred and
+/// runs right after it, here, in a loop of a few rounds at most (so
+/// destructors that keep asking cannot loop forever), never nested: a chain
+/// of cycles whose destructors each collect, each freed by the collection
+/// its predecessor's destructor asked for, nested one collection per link
+/// and overflowed the stack (an internal review found it, with 200,000
+/// links).
 fn run(kind: Kind, ripen: bool, triggered: bool) {
-    if COUNTERS.with(|c| c.collecting.replace(true)) {
+    if COUNTERS.with(|c| c.collecting.get()) {
         COUNTERS.with(|c| c.requested.set(true));
         return;
     }
+    run_once(kind, ripen, triggered);
+    for _ in 0..4 {
+        if !COUNTERS.with(|c| c.requested.replace(false)) {
+            break;
+        }
+        run_once(Kind::Full, false, false);
+    }
+}
+
+/// One collection of [`run`]'s (none is running on this thread).
+fn run_once(kind: Kind, ripen: bool, triggered: bool) {
+    COUNTERS.with(|c| c.collecting.set(true));
     /// Ends the collection, also when unwinding.
     struct Running;
     impl Drop for Running {
@@ -894,14 +914,6 @@ fn run(kind: Kind, ripen: bool, triggered: bool) {
         } else {
             panic::resume_unwind(payload);
         }
-    }
-    // A `collect()` from a destructor above runs now (a few rounds at most,
-    // so destructors that keep asking cannot loop forever).
-    for _ in 0..4 {
-        if !COUNTERS.with(|c| c.requested.replace(false)) {
-            break;
-        }
-        run(Kind::Full, false, false);
     }
 }
 

@@ -157,7 +157,15 @@ unsafe fn drop_outer(this: NonNull<Header>, old: u64, base: usize) {
         // The drainer's own value's panic first (it started first), as in
         // `crate::drop_queue`.
         if let Some(payload) = crate::payload::first_of(own, rest) {
-            resume_unwind(payload);
+            // Not while unwinding (this drop is one the unwind runs, and a
+            // `collect()` in its value's `Drop` left a garbage destructor's
+            // panic to it): a second panic would abort the process. The hook
+            // reported it.
+            if std::thread::panicking() {
+                crate::payload::discard(Some(payload));
+            } else {
+                resume_unwind(payload);
+            }
         }
     } else {
         // Once `QUEUE` is destroyed (a drop in the destructor of a later
