@@ -91,13 +91,29 @@ impl GuardSink {
         }
     }
 
+    /// Keeps `guard` at position `index` (at most [`len`](Self::len)): older
+    /// than the guards kept since the sink held `index` of them, so it is
+    /// dropped after them.
+    ///
+    /// # Safety
+    /// As for [`keep`](Self::keep).
+    #[inline]
+    pub(crate) unsafe fn keep_at<'g, G: 'g>(&mut self, index: usize, guard: G) {
+        // SAFETY: forwarded contract.
+        unsafe { self.keep(guard) };
+        if index + 1 < self.held.len() {
+            self.held[index..].rotate_right(1);
+        }
+    }
+
     /// How many guards are kept.
     pub(crate) fn len(&self) -> usize {
         self.held.len()
     }
 
     /// Drops every kept guard, newest first, unlocking the cells (keeps the
-    /// capacity). A guard is user code (`sync::TraceLock`) whose drop may
+    /// capacity): a cell inside another cell is unlocked before it (see
+    /// [`keep_at`](Self::keep_at)). A guard is user code (`sync::TraceLock`) whose drop may
     /// panic, and a second panicking drop while the first unwound would
     /// abort the process: the run is under one `catch_unwind`, resumed at
     /// the next guard after a panic (as the drop queue's drain); the first
@@ -108,6 +124,16 @@ impl GuardSink {
                 drop(held);
             }
         });
+    }
+}
+
+impl Drop for GuardSink {
+    /// Newest first, as [`clear_catching`](GuardSink::clear_catching) (a
+    /// `Vec` drops its elements oldest first); a panic is dropped.
+    fn drop(&mut self) {
+        let mut panic = None;
+        self.clear_catching(&mut panic);
+        crate::payload::discard(panic);
     }
 }
 
@@ -141,5 +167,47 @@ mod tests {
         assert!(panic.is_none());
         assert!(small.try_lock().is_ok());
         assert!(other.try_lock().is_ok());
+    }
+
+    #[test]
+    fn a_guard_kept_below_others_is_dropped_after_them() {
+        use std::cell::RefCell;
+        /// Records its number when dropped.
+        struct Guard<'a>(u8, &'a RefCell<Vec<u8>>);
+        impl Drop for Guard<'_> {
+            fn drop(&mut self) {
+                self.1.borrow_mut().push(self.0);
+            }
+        }
+        let order = RefCell::new(Vec::new());
+        for dropped in [false, true] {
+            let mut sink = GuardSink::default();
+            // SAFETY: `order` outlives the sink.
+            unsafe {
+                sink.keep(Guard(1, &order));
+                let below = sink.len();
+                sink.keep(Guard(2, &order));
+                sink.keep(Guard(3, &order));
+                // An outer cell's guard, kept once the cells inside it are.
+                sink.keep_at(below, Guard(4, &order));
+                // At the end: no move.
+                sink.keep_at(sink.len(), Guard(5, &order));
+            }
+            assert_eq!(sink.len(), 5);
+            if dropped {
+                drop(sink);
+            } else {
+                let mut panic = None;
+                sink.clear_catching(&mut panic);
+                assert!(panic.is_none());
+            }
+            let order = order.take();
+            assert_eq!(order[0], 5);
+            assert_eq!(
+                order[1..],
+                [3, 2, 4, 1],
+                "newest first, the outer guard after its inner ones"
+            );
+        }
     }
 }

@@ -146,7 +146,7 @@ enum Edges<'a> {
 
 impl<'a> Tracer<'a> {
     /// A tracer that also keeps the lock guards that cells hand it through
-    /// [`retain`](Tracer::retain) in `guards`, instead of releasing them when
+    /// [`retain_at`](Tracer::retain_at) in `guards`, instead of releasing them when
     /// the cell's `trace` returns.
     pub(crate) fn with_guards(
         family: Family,
@@ -161,17 +161,25 @@ impl<'a> Tracer<'a> {
         }
     }
 
+    /// How many guards this tracer's sink keeps, if it has one.
+    #[inline]
+    pub(crate) fn kept_guards(&self) -> Option<usize> {
+        self.guards.as_deref().map(GuardSink::len)
+    }
+
     /// Keeps `guard` (a lock guard of a cell being traced) alive in the guard
-    /// sink, if this tracer has one; otherwise drops it now.
+    /// sink, if this tracer has one, at position `index`: below the guards
+    /// kept since the sink held `index` of them, which are dropped before it
+    /// ([`GuardSink::keep_at`]). Without a sink, drops it now.
     ///
     /// # Safety
     ///
     /// Whatever `guard` borrows must stay alive and in place until the owner of
     /// the guard sink has dropped its contents.
-    pub(crate) unsafe fn retain<'g, G: 'g>(&mut self, guard: G) {
+    pub(crate) unsafe fn retain_at<'g, G: 'g>(&mut self, index: usize, guard: G) {
         if let Some(sink) = self.guards.as_deref_mut() {
             // SAFETY: forwarded contract.
-            unsafe { sink.keep(guard) };
+            unsafe { sink.keep_at(index, guard) };
         }
     }
 

@@ -13,6 +13,7 @@
 //! guarantees still leave the value memory-safe, so the handles it holds are
 //! valid owned handles and counting them as edges is exact.
 
+use core::mem::ManuallyDrop;
 use core::ops::Deref;
 use std::sync::TryLockError;
 
@@ -161,17 +162,48 @@ impl Tracer<'_> {
         if !L::Value::MAY_CONTAIN_GC {
             return;
         }
-        match cell.try_lock_for_trace() {
-            Some(guard) => {
-                (*guard).trace(self);
+        let Some(guard) = cell.try_lock_for_trace() else {
+            self.keep_alive();
+            return;
+        };
+        let Some(below) = self.kept_guards() else {
+            // No sink: the guard is dropped when this call returns, after
+            // the guards of the cells inside this one (dropped as their own
+            // calls returned).
+            (*guard).trace(self);
+            return;
+        };
+        /// Keeps the guard in the sink when the trace of the value returns
+        /// or unwinds, at position `below`: older than the guards of the
+        /// cells inside this one, which the sink drops first (newest first).
+        /// Kept after them, or dropped by the unwind of a panicking `trace`,
+        /// it unlocked this cell while the collector still held their guards,
+        /// and a mutator could free those cells (replace a `Vec` of
+        /// `Mutex`es, say): their unlocks wrote freed memory (an internal
+        /// review found it: `gc/tests/sync_nested_locks.rs`).
+        struct Keep<'t, 'a, G> {
+            tracer: &'t mut Tracer<'a>,
+            below: usize,
+            guard: ManuallyDrop<G>,
+        }
+        impl<G> Drop for Keep<'_, '_, G> {
+            fn drop(&mut self) {
+                // SAFETY: taken once, here; not used afterwards.
+                let guard = unsafe { ManuallyDrop::take(&mut self.guard) };
                 // SAFETY: `cell` is owned by the value being traced (the
                 // `Trace` contract above), which the collector holds (a
-                // strong reference) until it empties its guard sink; without
-                // a sink the guard is dropped right here.
-                unsafe { self.retain(guard) };
+                // strong reference) until it empties its guard sink, and the
+                // cells inside it stay in place while this guard is kept:
+                // the sink drops their guards before this one.
+                unsafe { self.tracer.retain_at(self.below, guard) };
             }
-            None => self.keep_alive(),
         }
+        let keep = &mut Keep {
+            tracer: self,
+            below,
+            guard: ManuallyDrop::new(guard),
+        };
+        (**keep.guard).trace(keep.tracer);
     }
 }
 
