@@ -826,12 +826,24 @@ fn run(kind: Kind, ripen: bool, triggered: bool) {
         COUNTERS.with(|c| c.requested.set(true));
         return;
     }
-    run_once(kind, ripen, triggered);
-    for _ in 0..4 {
-        if !COUNTERS.with(|c| c.requested.replace(false)) {
-            break;
+    let rounds = || {
+        run_once(kind, ripen, triggered);
+        for _ in 0..4 {
+            if !COUNTERS.with(|c| c.requested.replace(false)) {
+                break;
+            }
+            run_once(Kind::Full, false, false);
         }
-        run_once(Kind::Full, false, false);
+    };
+    if std::thread::panicking() {
+        // A `collect()` from a destructor that an unwind runs: a panic out
+        // of the collection (a `Trace` impl's; a garbage destructor's is
+        // discarded below already) would abort the process. The hook
+        // reported it; the collection's state is what a panic leaves it
+        // in otherwise (an internal review found the abort).
+        crate::payload::discard(panic::catch_unwind(AssertUnwindSafe(rounds)).err());
+    } else {
+        rounds();
     }
 }
 
