@@ -74,8 +74,8 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use http_body_util::{BodyExt as _, Full};
 use hyper::body::{Body as _, Incoming};
-use hyper::header::{HeaderValue, CONNECTION, HOST};
-use hyper::{Request, Response, Version};
+use hyper::header::{HeaderValue, CONNECTION, CONTENT_LENGTH, HOST};
+use hyper::{Method, Request, Response, Version};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use parking_lot::Mutex;
@@ -93,9 +93,17 @@ pub const DRAIN_LIMIT: usize = 64 * 1024;
 /// hyper's read buffer, hence the largest request head (see `serve_http1`).
 pub const MAX_HEAD: usize = 16 * 1024;
 
-/// Descriptors kept back from the default connection cap: listeners, the
-/// runtimes' epoll and wake-up descriptors, stdio, `/proc` reads.
+/// Descriptors kept back from the default connection cap: stdio, the
+/// signal and control runtime, `/proc` reads.
 const RESERVED_FDS: u64 = 64;
+
+/// And per server thread: its listener, its runtime's epoll and wake-up
+/// descriptors (a per-thread worker holds about five, a work-stealing one
+/// about one). A fixed reserve of 64 let servers of a dozen or more
+/// per-thread workers run out of descriptors below the cap, so that a flood
+/// of idle connections made new clients wait in the backlog instead of
+/// getting the cap's 503 (an internal review found it).
+const RESERVED_FDS_PER_THREAD: u64 = 8;
 
 /// First and longest pause after a failed `accept`.
 const MIN_BACKOFF: Duration = Duration::from_millis(5);
@@ -152,10 +160,11 @@ pub struct Guard {
 }
 
 impl Guard {
-    /// A guard for a server started with `limits`, with the descriptor limit
-    /// `nofile = (soft, hard)` (after raising it).
-    pub fn new(limits: Limits, nofile: (u64, u64)) -> Guard {
-        let derived = nofile.0.saturating_sub(RESERVED_FDS).max(1);
+    /// A guard for a server of `threads` threads started with `limits`, with
+    /// the descriptor limit `nofile = (soft, hard)` (after raising it).
+    pub fn new(limits: Limits, nofile: (u64, u64), threads: u16) -> Guard {
+        let reserved = RESERVED_FDS + RESERVED_FDS_PER_THREAD * u64::from(threads);
+        let derived = nofile.0.saturating_sub(reserved).max(1);
         let max_connections = limits
             .max_connections
             .unwrap_or(usize::try_from(derived).unwrap_or(usize::MAX))
@@ -420,12 +429,17 @@ where
     let (parts, body) = req.into_parts();
     let drained = if body.is_end_stream() {
         Drained::Whole
+    } else if declared_length(&parts).is_some_and(|n| n > DRAIN_LIMIT as u64) {
+        // Answered before reading any of it: with `Expect: 100-continue`,
+        // the client then sends none (hyper sends `100 Continue` only once
+        // the body is read).
+        Drained::TooLarge
     } else {
         drain(body, guard.limits.header_timeout).await
     };
-    let response = match (drained, host_error(&parts)) {
+    let response = match (drained, head_error(&parts)) {
         (Drained::Whole, None) => handler(Request::from_parts(parts, ())).await,
-        (Drained::Whole, Some(error)) => http_response(400, error_body(error)),
+        (Drained::Whole, Some((status, error))) => http_response(status, error_body(error)),
         (unread, _) => {
             guard.closed_after_body.fetch_add(1, Relaxed);
             let (status, error) = match unread {
@@ -444,17 +458,109 @@ where
     Ok(response)
 }
 
-/// What is wrong with a request's `Host` headers, if anything: HTTP/1.1
-/// needs exactly one, and no request may have several (RFC 9112, 3.2).
-fn host_error(parts: &hyper::http::request::Parts) -> Option<&'static str> {
-    let hosts = parts.headers.get_all(HOST).iter().count();
-    if hosts > 1 {
-        Some("more than one Host header")
-    } else if hosts == 0 && parts.version >= Version::HTTP_11 {
-        Some("missing Host header")
-    } else {
-        None
+/// What is wrong with a request's head that hyper lets through, if
+/// anything, as a status and an error: its `Host` headers (HTTP/1.1 needs
+/// exactly one, no request may have several, and its value must be a host
+/// and an optional port: RFC 9112, 3.2) and its target (origin-form `/…` or
+/// absolute-form `http://…`; `*` for `OPTIONS` and authority-form for
+/// `CONNECT` are well formed, and refused with 405: RFC 9112, 3.2; anything
+/// else is a 400).
+fn head_error(parts: &hyper::http::request::Parts) -> Option<(u16, &'static str)> {
+    let mut hosts = parts.headers.get_all(HOST).iter();
+    let host = hosts.next();
+    if hosts.next().is_some() {
+        return Some((400, "more than one Host header"));
     }
+    match host {
+        None if parts.version >= Version::HTTP_11 => return Some((400, "missing Host header")),
+        Some(host) if !valid_host(host.as_bytes()) => return Some((400, "invalid Host header")),
+        _ => {}
+    }
+    let uri = &parts.uri;
+    let origin_form = uri.scheme().is_none() && uri.path().starts_with('/');
+    let absolute_form = uri.scheme().is_some() && uri.authority().is_some();
+    let server_wide = (parts.method == Method::OPTIONS && uri == "*")
+        || (parts.method == Method::CONNECT && uri.scheme().is_none() && uri.authority().is_some());
+    if origin_form || absolute_form {
+        None
+    } else if server_wide {
+        Some((405, "method not allowed"))
+    } else {
+        Some((400, "invalid request target"))
+    }
+}
+
+/// Whether `value` is a `Host` field value: `uri-host [ ":" port ]` (RFC 9110,
+/// 7.2; RFC 3986, 3.2.2), or empty (a target without an authority).
+fn valid_host(value: &[u8]) -> bool {
+    let (host, port) = match value.strip_prefix(b"[") {
+        // IP-literal: an IPv6 address or IPvFuture, in brackets.
+        Some(rest) => match rest.iter().position(|&b| b == b']') {
+            Some(end) => {
+                let literal = &rest[..end];
+                let ok = !literal.is_empty()
+                    && literal.iter().all(|&b| {
+                        b.is_ascii_hexdigit()
+                            || b":.vV".contains(&b)
+                            || unreserved(b)
+                            || sub_delim(b)
+                    });
+                if !ok {
+                    return false;
+                }
+                (&[][..], &rest[end + 1..])
+            }
+            None => return false,
+        },
+        None => match value.iter().position(|&b| b == b':') {
+            Some(colon) => (&value[..colon], &value[colon..]),
+            None => (value, &[][..]),
+        },
+    };
+    let port_ok = match port.split_first() {
+        None => true,
+        Some((b':', digits)) => digits.iter().all(u8::is_ascii_digit),
+        Some(_) => false,
+    };
+    // reg-name (an IPv4 address is one too): unreserved, pct-encoded,
+    // sub-delims.
+    let mut rest = host;
+    while let Some((&b, tail)) = rest.split_first() {
+        rest = if b == b'%' {
+            match tail {
+                [h, l, more @ ..] if h.is_ascii_hexdigit() && l.is_ascii_hexdigit() => more,
+                _ => return false,
+            }
+        } else if unreserved(b) || sub_delim(b) {
+            tail
+        } else {
+            return false;
+        };
+    }
+    port_ok
+}
+
+/// RFC 3986's `unreserved`.
+fn unreserved(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"-._~".contains(&b)
+}
+
+/// RFC 3986's `sub-delims`.
+fn sub_delim(b: u8) -> bool {
+    b"!$&'()*+,;=".contains(&b)
+}
+
+/// The body length a request's `Content-Length` declares, if it has one
+/// that hyper accepted.
+fn declared_length(parts: &hyper::http::request::Parts) -> Option<u64> {
+    parts
+        .headers
+        .get(CONTENT_LENGTH)?
+        .to_str()
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
 }
 
 fn error_body(error: &str) -> String {
@@ -682,11 +788,48 @@ mod tests {
 
     #[test]
     fn default_cap_leaves_a_reserve_of_descriptors() {
-        assert_eq!(Guard::new(limits(), (1024, 4096)).max_connections, 960);
-        assert_eq!(Guard::new(limits(), (10, 10)).max_connections, 1);
+        assert_eq!(Guard::new(limits(), (1024, 4096), 2).max_connections, 944);
+        // Per thread too: 16 per-thread workers hold about 90 descriptors.
+        assert_eq!(Guard::new(limits(), (1024, 4096), 16).max_connections, 832);
+        assert_eq!(Guard::new(limits(), (10, 10), 2).max_connections, 1);
+        assert_eq!(Guard::new(limits(), (1024, 1024), 200).max_connections, 1);
         let mut l = limits();
         l.max_connections = Some(5);
-        assert_eq!(Guard::new(l, (1024, 4096)).max_connections, 5);
+        assert_eq!(Guard::new(l, (1024, 4096), 2).max_connections, 5);
+    }
+
+    #[test]
+    fn host_values_are_a_host_and_an_optional_port() {
+        for good in [
+            &b""[..],
+            b"test",
+            b"test:8080",
+            b"test:",
+            b"127.0.0.1:80",
+            b"[::1]",
+            b"[::1]:8080",
+            b"[v1.fe80::a+en1]",
+            b"a%20b",
+            b"sub.example.com",
+            b"!$&'()*+,;=",
+        ] {
+            assert!(valid_host(good), "{:?}", String::from_utf8_lossy(good));
+        }
+        for bad in [
+            &b"a b"[..],
+            b"a/b",
+            b"user@host",
+            b"test:8o",
+            b"test:80:81",
+            b"[::1",
+            b"[]",
+            b"[::1]x",
+            b"a%2",
+            b"a%zz",
+            b"\xff\xfe",
+        ] {
+            assert!(!valid_host(bad), "{:?}", String::from_utf8_lossy(bad));
+        }
     }
 
     #[test]
@@ -713,7 +856,7 @@ mod tests {
 
     #[test]
     fn accept_errors_back_off_only_when_out_of_resources() {
-        let guard = Guard::new(limits(), (1024, 1024));
+        let guard = Guard::new(limits(), (1024, 1024), 2);
         let mut backoff = MIN_BACKOFF;
         let emfile = io::Error::from_raw_os_error(libc::EMFILE);
         assert_eq!(

@@ -289,7 +289,9 @@ impl Tally {
 
     fn error(&mut self, e: impl std::fmt::Display) {
         self.errors += 1;
-        let msg = e.to_string();
+        // With its causes (`anyhow`'s alternate form): "connect ADDR" alone
+        // did not say that the connection was refused.
+        let msg = format!("{e:#}");
         if self.error_samples.len() < 5 && !self.error_samples.contains(&msg) {
             self.error_samples.push(msg);
         }
@@ -323,6 +325,13 @@ pub fn run(args: &LoadArgs) -> anyhow::Result<()> {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
         print!("{}", report.render());
+    }
+    if report.requests == 0 && report.errors > 0 {
+        anyhow::bail!(
+            "no response from {}: {}",
+            args.url,
+            report.error_samples.first().map_or("", String::as_str)
+        );
     }
     Ok(())
 }

@@ -66,7 +66,8 @@ pub struct ServeArgs {
     #[arg(long, default_value = "60s", value_parser = crate::parse_positive_duration)]
     pub idle_timeout: Duration,
     /// Connections open at once; more are answered 503 and closed
-    /// [default: the RLIMIT_NOFILE soft limit, raised to the hard limit, minus 64].
+    /// [default: the RLIMIT_NOFILE soft limit, raised to the hard limit, minus 64 and
+    /// 8 per thread].
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     pub max_connections: Option<u64>,
     /// Do not call `malloc_trim` after a burst of connections (glibc then
@@ -94,7 +95,7 @@ impl ServeArgs {
                 .map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
             malloc_trim: !self.no_malloc_trim,
         };
-        Ok(Arc::new(Guard::new(limits, nofile)))
+        Ok(Arc::new(Guard::new(limits, nofile, self.threads)))
     }
 }
 

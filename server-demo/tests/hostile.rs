@@ -389,6 +389,47 @@ fn bad_requests_get_4xx_and_half_closing_clients_their_responses() {
         let mut old = Conn::open(server.addr);
         old.send_raw(b"GET / HTTP/1.0\r\n\r\n");
         assert_eq!(old.read_response().status, 200, "{runtime}");
+        // Its value is a host and an optional port (RFC 9112, 3.2).
+        for bad in [&b"a b/c@d"[..], b"\xff\xfe", b"test:8o", b"[::1", b"a%zz"] {
+            let mut head = b"GET / HTTP/1.1\r\nHost: ".to_vec();
+            head.extend_from_slice(bad);
+            head.extend_from_slice(b"\r\n\r\n");
+            conn.send_raw(&head);
+            let r = conn.read_response();
+            assert_eq!(r.status, 400, "{runtime}: Host {bad:?}: {r:?}");
+            assert_eq!(r.body, r#"{"error":"invalid Host header"}"#, "{runtime}");
+        }
+        for good in [
+            "test:8080",
+            "[::1]:80",
+            "127.0.0.1",
+            "xn--bcher-kva.example",
+            "",
+        ] {
+            conn.send_raw(format!("GET / HTTP/1.1\r\nHost: {good}\r\n\r\n").as_bytes());
+            assert_eq!(conn.read_response().status, 200, "{runtime}: Host {good:?}");
+        }
+
+        // The target is origin-form or absolute-form (or `*` for OPTIONS,
+        // which the routes refuse).
+        conn.send_raw(b"GET abc HTTP/1.1\r\nHost: test\r\n\r\n");
+        let r = conn.read_response();
+        assert_eq!(r.status, 400, "{runtime}: {r:?}");
+        assert_eq!(r.body, r#"{"error":"invalid request target"}"#, "{runtime}");
+        conn.send_raw(b"GET http://test/ HTTP/1.1\r\nHost: test\r\n\r\n");
+        assert_eq!(conn.read_response().status, 200, "{runtime}");
+        conn.send_raw(b"OPTIONS * HTTP/1.1\r\nHost: test\r\n\r\n");
+        assert_eq!(conn.read_response().status, 405, "{runtime}");
+
+        // A declared body over the drain limit is refused before it is read:
+        // no `100 Continue` for a client that waits for one.
+        let mut expecting = Conn::open(server.addr);
+        expecting.send_raw(
+            b"POST / HTTP/1.1\r\nHost: test\r\nExpect: 100-continue\r\nContent-Length: 1000000000\r\n\r\n",
+        );
+        let r = expecting.read_response();
+        assert_eq!(r.status, 413, "{runtime}: {r:?}");
+        assert!(expecting.closed_by_server(), "{runtime}");
 
         // A head larger than 16 KiB: 431, and the server keeps answering
         // (hyper's default let a head of ~400 KiB into the request graph).
@@ -423,13 +464,14 @@ fn bad_requests_get_4xx_and_half_closing_clients_their_responses() {
         }
 
         let s = stats(server.addr);
-        assert_eq!(s["connections"]["closed_after_body"], 2, "{runtime}: {s}");
-        // The handler saw the two `/` over HTTP/1.1 and 1.0, the 12 KiB
-        // head, the 405, the half-closed ones and this `/stats`; not the
-        // rejected heads and bodies.
+        assert_eq!(s["connections"]["closed_after_body"], 3, "{runtime}: {s}");
+        // The handler saw the two `/` over HTTP/1.1 and 1.0, the five good
+        // `Host`s, the absolute-form target, the 12 KiB head, the 405, the
+        // half-closed ones and this `/stats`; not the rejected heads and
+        // bodies, nor `OPTIONS *`.
         assert_eq!(
             s["total"]["requests"],
-            5 + HALF_CLOSES * PIPELINED,
+            11 + HALF_CLOSES * PIPELINED,
             "{runtime}: {s}"
         );
         assert!(server.terminate().success());
