@@ -11,51 +11,16 @@
 //! (SIGSEGV or a corrupted heap natively, a data race under Miri; an
 //! internal review found it, with these tests).
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
-use std::sync::{Arc, Mutex, TryLockError};
+use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
+use std::sync::{Mutex, TryLockError};
 
 use recycler::sync::{collect, Gc};
 use recycler::{Trace, Tracer};
 
-/// Collections (and, natively, at least that many replacements of the
-/// outer cell's contents while they run).
-const ROUNDS: usize = if cfg!(miri) { 40 } else { 200_000 };
+#[path = "common/race.rs"]
+mod race;
 
-/// Runs `ROUNDS` collections of `n` while another thread keeps replacing
-/// the contents of its outer cell through `replace` (which returns whether
-/// it could); returns how many times it did.
-fn race<T: Trace + Send + Sync + 'static>(
-    n: Gc<T>,
-    replace: fn(&T) -> bool,
-    collect_once: fn(),
-) -> u64 {
-    let stop = Arc::new(AtomicBool::new(false));
-    let replaced = Arc::new(AtomicU64::new(0));
-    let mutator = {
-        let n = n.clone();
-        let stop = stop.clone();
-        let replaced = replaced.clone();
-        std::thread::spawn(move || {
-            while !stop.load(SeqCst) {
-                if replace(&n) {
-                    replaced.fetch_add(1, SeqCst);
-                } else {
-                    std::hint::spin_loop();
-                }
-                #[cfg(miri)]
-                std::thread::yield_now();
-            }
-        })
-    };
-    for _ in 0..ROUNDS {
-        // Buffers `n` as a possible root of a cycle: the collection traces it.
-        drop(n.clone());
-        collect_once();
-    }
-    stop.store(true, SeqCst);
-    mutator.join().unwrap();
-    replaced.load(SeqCst)
-}
+use race::race;
 
 mod panicking {
     use super::*;
