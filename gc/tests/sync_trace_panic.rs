@@ -1,17 +1,20 @@
 //! A `Trace` that panics inside a lock (the contract allows it) after the
-//! value reported an edge from that lock. The unwind drops the lock's guard
-//! before the collector's guard sink can keep it, so the edge is no longer
-//! pinned: another thread can take the handle out of the cell and free its
-//! target while the collection runs. The collector must then not use the
-//! edge (it did: a hold on freed memory, which Miri reports as a dangling
-//! reference in `Work::lookup`; natively a silent read of freed memory).
-//! Found by a hostile review; no `unsafe` but `unsafe impl Trace`s that keep
-//! the contract. The channels make the interleaving deterministic: `Slow` is
-//! a slow trace, which the contract allows, and preemption opens the same
-//! window.
+//! value reported an edge from that lock. The unwind used to drop the lock's
+//! guard before the collector's guard sink could keep it, so the edge was no
+//! longer pinned: another thread could take the handle out of the cell and
+//! free its target while the collection ran, and the collector then used the
+//! edge (a hold on freed memory, which Miri reported as a dangling reference
+//! in `Work::lookup`; natively a silent read of freed memory; found by a
+//! hostile review). The collector drops the edges of a panicking trace; and
+//! since the thirty-second session the guard is kept through the unwind, until
+//! the collection's pin window closes (`sync_nested_locks_panic.rs` has why),
+//! so the cell stays locked and its handles alive: this test checks both. No
+//! `unsafe` but `unsafe impl Trace`s that keep the contract. The channels
+//! make the interleaving deterministic: `Slow` is a slow trace, which the
+//! contract allows.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
-use std::sync::{mpsc, Mutex};
+use std::sync::{mpsc, Mutex, TryLockError};
 
 use recycler::sync::{self, Gc};
 use recycler::{Trace, Tracer};
@@ -54,7 +57,7 @@ unsafe impl Trace for Bomb {
 }
 
 /// A slow part of a trace (allowed): while unwinding, waits for the mutator
-/// to have freed `X`.
+/// to have tried the cell.
 struct Slow;
 
 impl Drop for Slow {
@@ -108,24 +111,20 @@ fn an_edge_reported_before_a_panic_inside_a_lock_is_not_followed() {
 
     let mutator = std::thread::spawn(move || {
         from_collector.recv().unwrap(); // the collector is inside the trace
-                                        // Waits for the unwind to drop the collector's guard (the panic
-                                        // poisoned the mutex).
-        let taken = for_mutator
-            .cell
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take();
-        drop(taken); // the last handle of `X`: freed by counting
-        assert_eq!(X_DROPS.load(SeqCst), 1);
+                                        // The trace panics and its unwind waits for us (`Slow`): the cell
+                                        // stays locked through it, so `X` cannot be taken out and freed.
+        let locked = matches!(for_mutator.cell.try_lock(), Err(TryLockError::WouldBlock));
         to_collector.send(()).unwrap();
-        for_mutator
+        (for_mutator, locked)
     });
 
     ARMED.store(true, SeqCst);
     let collected = std::panic::catch_unwind(sync::collect);
     ARMED.store(false, SeqCst);
     assert!(collected.is_err(), "the trace's panic is re-raised");
-    let node = mutator.join().unwrap();
+    let (node, locked) = mutator.join().unwrap();
+    assert!(locked, "the cell stayed locked while the trace unwound");
+    assert_eq!(X_DROPS.load(SeqCst), 0, "`X` was reachable");
     assert_eq!(NODE_DROPS.load(SeqCst), 0, "the node was reachable");
     drop(node);
     sync::collect();
