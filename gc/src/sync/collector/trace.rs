@@ -63,11 +63,13 @@ pub(super) fn trace_node(w: &mut Work, i: usize, minor: bool) {
 ///
 /// A panicking `Trace` impl counts as a cell that could not be inspected,
 /// and the edges it reported before panicking are dropped (reporting fewer
-/// edges is safe: the object is kept): an edge reported from inside a lock
-/// is only pinned by that lock's guard, and the unwind dropped the guard
-/// before the sink could keep it, so another thread may already have taken
-/// the handle out and freed its target (a use after free in the hold that
-/// follows: `gc/tests/sync_trace_panic.rs`, under Miri). The panic goes to
+/// edges is safe: the object is kept). An edge reported from inside a lock
+/// is only pinned by that lock's guard, which the unwind used to drop before
+/// the sink could keep it, so another thread could take the handle out and
+/// free its target (a use after free in the hold that followed:
+/// `gc/tests/sync_trace_panic.rs`, under Miri); `Tracer::trace_lock` now
+/// keeps the guard through the unwind too (`sync_nested_locks_panic.rs`),
+/// and the edges are dropped all the same. The panic goes to
 /// `panic` (the first one is re-raised when the collection ends). So a
 /// panic never unwinds through the collector, which keeps every root it
 /// drained and collects the rest of the graph.
