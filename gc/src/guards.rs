@@ -113,11 +113,12 @@ impl GuardSink {
 
     /// Drops every kept guard, newest first, unlocking the cells (keeps the
     /// capacity): a cell inside another cell is unlocked before it (see
-    /// [`keep_at`](Self::keep_at)). A guard is user code (`sync::TraceLock`) whose drop may
-    /// panic, and a second panicking drop while the first unwound would
-    /// abort the process: the run is under one `catch_unwind`, resumed at
-    /// the next guard after a panic (as the drop queue's drain); the first
-    /// panic goes to `panic`, the others are dropped.
+    /// [`keep_at`](Self::keep_at)). A guard is user code (`sync::TraceLock`)
+    /// whose drop may panic, and a second panicking drop while the first
+    /// unwound would abort the process: the run is under one
+    /// `catch_unwind`, resumed at the next guard after a panic (as the drop
+    /// queue's drain); the first panic goes to `panic`, the others are
+    /// dropped.
     pub(crate) fn clear_catching(&mut self, panic: &mut Option<crate::payload::Payload>) {
         crate::payload::drain_catching(panic, || {
             while let Some(held) = self.held.pop() {

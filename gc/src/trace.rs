@@ -146,8 +146,8 @@ enum Edges<'a> {
 
 impl<'a> Tracer<'a> {
     /// A tracer that also keeps the lock guards that cells hand it through
-    /// [`retain_at`](Tracer::retain_at) in `guards`, instead of releasing them when
-    /// the cell's `trace` returns.
+    /// [`retain_at`](Tracer::retain_at) in `guards`, instead of releasing
+    /// them when the cell's `trace` returns.
     pub(crate) fn with_guards(
         family: Family,
         edges: &'a mut Vec<NonNull<()>>,
