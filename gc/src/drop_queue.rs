@@ -436,15 +436,10 @@ fn as_drainer<R>(f: impl FnOnce() -> R) -> R {
     core::mem::forget(unwinding);
     collector::set_drain_limit(stack::NO_DRAINER);
     if let Some(payload) = panic {
-        // Not while unwinding (this drainer is a handle's drop that the
-        // unwind runs, and a `collect()` in its value's `Drop` left a garbage
-        // destructor's panic to it): a second panic would abort the process.
-        // The hook reported it.
-        if std::thread::panicking() {
-            crate::payload::discard(Some(payload));
-        } else {
-            panic::resume_unwind(payload);
-        }
+        // Not while unwinding: this drainer may be a handle's drop that the
+        // unwind runs, and a `collect()` in its value's `Drop` may have left
+        // a garbage destructor's panic to it.
+        crate::payload::resume(payload);
     }
     result
 }

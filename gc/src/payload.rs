@@ -17,6 +17,18 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 /// A caught panic.
 pub(crate) type Payload = Box<dyn Any + Send>;
 
+/// Re-raises a kept panic, unless the thread is unwinding already (the
+/// collection or drop that kept it runs in a destructor that an unwind
+/// runs): a second panic there would abort the process, so the payload is
+/// dropped instead ([`discard`]); the panic hook has reported it.
+pub(crate) fn resume(payload: Payload) {
+    if std::thread::panicking() {
+        discard(Some(payload));
+    } else {
+        std::panic::resume_unwind(payload);
+    }
+}
+
 /// Keeps `payload` in `first` unless a panic is kept there already; then
 /// drops it ([`discard`]).
 pub(crate) fn keep_first(first: &mut Option<Payload>, payload: Payload) {

@@ -74,7 +74,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use http_body_util::{BodyExt as _, Full};
 use hyper::body::{Body as _, Incoming};
-use hyper::header::{HeaderValue, CONNECTION, CONTENT_LENGTH, HOST};
+use hyper::header::{HeaderValue, CONNECTION, HOST};
 use hyper::{Method, Request, Response, Version};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
@@ -429,8 +429,9 @@ where
     let (parts, body) = req.into_parts();
     let drained = if body.is_end_stream() {
         Drained::Whole
-    } else if declared_length(&parts).is_some_and(|n| n > DRAIN_LIMIT as u64) {
-        // Answered before reading any of it: with `Expect: 100-continue`,
+    } else if body.size_hint().lower() > DRAIN_LIMIT as u64 {
+        // A `Content-Length` over the limit (hyper's exact size hint),
+        // answered before reading any of it: with `Expect: 100-continue`,
         // the client then sends none (hyper sends `100 Continue` only once
         // the body is read).
         Drained::TooLarge
@@ -548,19 +549,6 @@ fn unreserved(b: u8) -> bool {
 /// RFC 3986's `sub-delims`.
 fn sub_delim(b: u8) -> bool {
     b"!$&'()*+,;=".contains(&b)
-}
-
-/// The body length a request's `Content-Length` declares, if it has one
-/// that hyper accepted.
-fn declared_length(parts: &hyper::http::request::Parts) -> Option<u64> {
-    parts
-        .headers
-        .get(CONTENT_LENGTH)?
-        .to_str()
-        .ok()?
-        .trim()
-        .parse()
-        .ok()
 }
 
 fn error_body(error: &str) -> String {

@@ -62,21 +62,15 @@ fn hub_run<H: Heap>(h: usize, requests: usize, leak: bool, back: Back, repeat: u
     if repeat > 1 {
         // As criterion's iterations: the first run warms up; the others
         // give the median and the minimum (ns per request, leak not freed).
-        let mut timed = times[1..].to_vec();
-        timed.sort_by(f64::total_cmp);
         // Of an even count, the mean of the two middle runs (the upper one
         // was printed until the thirty-second session: with `runs` 3, the
         // slower of the two timed runs).
-        let mid = timed.len() / 2;
-        let median = if timed.len() % 2 == 0 {
-            (timed[mid - 1] + timed[mid]) / 2.0
-        } else {
-            timed[mid]
-        };
+        let timed = &times[1..];
         eprintln!(
-            "{median:.1} ns per request (median of {}), min {:.1}",
+            "{:.1} ns per request (median of {}), min {:.1}",
+            paired::median(timed.to_vec()),
             timed.len(),
-            timed[0]
+            timed.iter().copied().fold(f64::INFINITY, f64::min)
         );
     }
 }

@@ -918,14 +918,9 @@ fn run_once(kind: Kind, ripen: bool, triggered: bool) {
         );
     });
     drop(running);
-    // Not while unwinding (a `collect()` from a destructor the unwind runs):
-    // a second panic would abort the process. The hook reported it.
+    // Not while unwinding (a `collect()` from a destructor the unwind runs).
     if let Err(payload) = outcome {
-        if std::thread::panicking() {
-            crate::payload::discard(Some(payload));
-        } else {
-            panic::resume_unwind(payload);
-        }
+        crate::payload::resume(payload);
     }
 }
 

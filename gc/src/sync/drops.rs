@@ -26,7 +26,7 @@
 
 use core::cell::{Cell, RefCell};
 use core::ptr::NonNull;
-use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use super::header::Header;
 use crate::fallback::FallbackSlot;
@@ -157,15 +157,10 @@ unsafe fn drop_outer(this: NonNull<Header>, old: u64, base: usize) {
         // The drainer's own value's panic first (it started first), as in
         // `crate::drop_queue`.
         if let Some(payload) = crate::payload::first_of(own, rest) {
-            // Not while unwinding (this drop is one the unwind runs, and a
-            // `collect()` in its value's `Drop` left a garbage destructor's
-            // panic to it): a second panic would abort the process. The hook
-            // reported it.
-            if std::thread::panicking() {
-                crate::payload::discard(Some(payload));
-            } else {
-                resume_unwind(payload);
-            }
+            // Not while unwinding: this drop may be one that the unwind
+            // runs, and a `collect()` in its value's `Drop` may have left a
+            // garbage destructor's panic to it.
+            crate::payload::resume(payload);
         }
     } else {
         // Once `QUEUE` is destroyed (a drop in the destructor of a later

@@ -182,7 +182,6 @@
 
 use core::ptr::NonNull;
 use core::sync::atomic::Ordering::{Acquire, Relaxed};
-use std::panic::resume_unwind;
 
 use super::age::Stamp;
 use super::drops::{self, Panic};
@@ -778,11 +777,7 @@ fn run(global: &Global, lock: MutexGuard<'_, ()>, kind: Kind) -> (usize, usize) 
         drops::batch(|| run_locked(global, lock, kind, &mut collecting.batch));
     drop(collecting);
     if let Some(payload) = crate::payload::first_of(panic, dropped) {
-        if std::thread::panicking() {
-            crate::payload::discard(Some(payload));
-        } else {
-            resume_unwind(payload);
-        }
+        crate::payload::resume(payload);
     }
     (freed, traced)
 }
